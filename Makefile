@@ -1,0 +1,36 @@
+# Thin wrapper over CMake. `make sweep`: the main job; `make test`: build and every test.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+SPEC ?= sweeps/default.json
+export PATH := $(PATH):/usr/local/cuda/bin
+
+.PHONY: all build deps test test-cpu test-gpu test-python sweep quick plots clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh test
+
+build:
+	@bash scripts/deps.sh build
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# CPU tests always; GPU tests skip with a message when there is no GPU; Python tests of the plots.
+test: deps build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L cpu
+	cd $(BUILD) && ctest --output-on-failure -L gpu -V | grep -E "SKIPPED|PASSED|FAILED|tests? from|Test +#|Passed|Failed" || true
+	cd $(BUILD) && ctest --output-on-failure -L gpu
+	python3 -m pytest -q tests/python
+
+test-gpu: build
+	cd $(BUILD) && ./tests/convtune_gpu_tests
+
+sweep: build
+	$(BUILD)/convtune sweep $(SPEC)
+
+quick: build
+	$(BUILD)/convtune sweep sweeps/quick.json
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,299 @@
+// The convtune command line: devices, list, run, sweep, best.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <cctype>
+#include <sstream>
+
+#include "harness/device.h"
+#include "harness/error.h"
+#include "harness/records.h"
+#include "harness/runner.h"
+#include "harness/select.h"
+#include "harness/spec.h"
+#include "harness/sweep.h"
+#include "harness/variant.h"
+
+using namespace convtune;
+
+namespace {
+
+constexpr int kExitInputError = 2;
+
+// "conv2d:h=8192,w=8192,r=3"
+Problem parse_problem(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos)
+    throw InputError("--problem: '" + text + "' must be family:dim=value,... e.g. conv2d:h=8192,w=8192,r=3");
+  json j = parse_config(text.substr(colon + 1), "--problem");
+  j["family"] = text.substr(0, colon);
+  return Problem::from_json(j, "--problem");
+}
+
+std::string fixed(double v, int precision) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(precision) << v;
+  return o.str();
+}
+
+void print_device(const DeviceInfo& d, const Ceilings* c) {
+  std::cout << d.name << "  " << d.arch() << "  " << d.sms << " SMs  L2 " << d.l2_bytes / (1 << 20) << " MiB  "
+            << d.global_mem_bytes / (int64_t(1) << 30) << " GiB  smem/block " << d.max_smem_per_block_optin / 1024
+            << " KiB (opt-in)\n  driver " << d.driver_version << "  runtime " << d.runtime_version << "  cuDNN "
+            << d.cudnn_version << "  cuFFT " << d.cufft_version << "  NVRTC " << d.nvrtc_major << "." << d.nvrtc_minor
+            << "\n";
+  if (c)
+    std::cout << "  measured: copy " << fixed(c->copy_gbps, 0) << " GB/s (read + write), FP32 FMA "
+              << fixed(c->fp32_gflops, 0) << " GFLOP/s\n";
+}
+
+int cmd_devices(bool as_json, bool ceilings) {
+  require_gpu("convtune devices");
+  json out = json::array();
+  for (int i = 0; i < DeviceInfo::count(); ++i) {
+    const DeviceInfo d = DeviceInfo::query(i);
+    Ceilings c;
+    if (ceilings) c = measure_ceilings(d);
+    if (as_json) {
+      json j = d.to_json();
+      if (ceilings) j["ceilings"] = c.to_json();
+      out.push_back(j);
+    } else {
+      print_device(d, ceilings ? &c : nullptr);
+    }
+  }
+  if (as_json) std::cout << out.dump(2) << "\n";
+  return 0;
+}
+
+int cmd_list(const std::string& family, const std::string& problem_text, bool as_json) {
+  const DeviceInfo dev = DeviceInfo::count() > 0 ? DeviceInfo::query(0) : DeviceInfo::offline_sm90();
+  Problem problem;
+  bool have_problem = !problem_text.empty();
+  if (have_problem) problem = parse_problem(problem_text);
+  if (!family.empty()) family_from_name(family);  // validates
+  json out = json::array();
+  for (const Variant* v : Registry::instance().all()) {
+    if (!family.empty() && family_name(v->family()) != family) continue;
+    if (have_problem && v->family() != problem.family) continue;
+    const Problem p = have_problem ? problem : example_problem(v->family());
+    json j = {{"name", v->name()}, {"family", family_name(v->family())}, {"summary", v->summary()},
+              {"library", v->library()}};
+    j["params"] = v->space(p, dev).to_json();
+    if (have_problem) {
+      size_t ok = 0, total = 0;
+      for (const auto& cfg : v->space(p, dev).enumerate()) {
+        ++total;
+        ok += v->can_implement(p, cfg, dev).ok;
+      }
+      j["configs"] = total;
+      j["implementable"] = ok;
+    }
+    out.push_back(j);
+  }
+  if (as_json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& j : out) {
+    std::cout << j["name"].get<std::string>() << (j["library"].get<bool>() ? "  (library)" : "") << "\n    "
+              << j["summary"].get<std::string>() << "\n";
+    for (const auto& p : j["params"]) {
+      std::cout << "    " << p["name"].get<std::string>() << ": ";
+      std::string vals;
+      for (const auto& v : p["values"]) vals += (vals.empty() ? "" : ", ") + (v.is_string() ? v.get<std::string>() : v.dump());
+      std::cout << vals << "  (" << p["meaning"].get<std::string>() << ")\n";
+    }
+    if (j.contains("configs"))
+      std::cout << "    " << j["implementable"] << " of " << j["configs"] << " configs implementable for "
+                << problem.key() << "\n";
+  }
+  return 0;
+}
+
+int cmd_run(const std::string& variant, const std::string& problem_text, const std::string& config_text, bool hot,
+            double time_cap) {
+  const Variant& v = Registry::instance().get(variant);
+  const Problem p = parse_problem(problem_text);
+  if (p.family != v.family())
+    throw InputError("--problem: " + variant + " is a " + family_name(v.family()) + " variant, the problem is " +
+                     family_name(p.family));
+  require_gpu("convtune run");
+  const DeviceInfo dev = DeviceInfo::query(0);
+  check_fits(p, dev, "--problem");
+  const ParamSpace space = v.space(p, dev);
+  Config cfg = parse_config(config_text, "--config");
+  // Unnamed parameters take their first listed value, so `run` works with a partial config.
+  for (const auto& prm : space.params())
+    if (!cfg.contains(prm.name)) cfg[prm.name] = prm.values.front();
+  space.check_config(cfg, "--config");
+  MeasureOptions mo;
+  mo.cold = !hot;
+  mo.time_cap_s = time_cap;
+  JitCache jit(JitCache::default_dir(), dev.arch());
+  const Ceilings ceilings = measure_ceilings(dev);
+  Runner runner(dev, ceilings, mo, jit, static_cast<uint64_t>(std::time(nullptr)));
+  const json rec = runner.run(v, p, cfg);
+  std::cout << rec.dump(2) << "\n";
+  return rec["status"] == status::ok ? 0 : 1;
+}
+
+std::string short_ms(const json& rec) {
+  return rec.is_null() ? "-" : fixed(rec["time"]["median_ms"].get<double>(), 3);
+}
+
+int cmd_best(const std::string& folder, bool as_json) {
+  auto read = read_records(std::filesystem::path(folder) / "records.jsonl");
+  for (const auto& p : read.problems) std::cerr << "warning: skipping unreadable record " << p << "\n";
+  const auto choices = select_best(read.records);
+  if (as_json) {
+    json out = json::array();
+    for (const auto& c : choices)
+      out.push_back({{"problem", c.problem_key}, {"best", c.best}, {"runner_up", c.runner_up}, {"margin", c.margin},
+                     {"ties", c.ties.size()}});
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  if (choices.empty()) {
+    std::cerr << "no ok records in " << folder << "\n";
+    return 1;
+  }
+  std::cout << std::left << std::setw(28) << "problem" << std::setw(56) << "best candidate" << std::right
+            << std::setw(10) << "ms" << std::setw(9) << "GB/s" << std::setw(9) << "roof%" << std::setw(10)
+            << "cudnn ms" << std::setw(10) << "fft ms" << std::setw(9) << "vs cudnn" << "  runner-up (margin)\n";
+  for (const auto& c : choices) {
+    const json& b = c.best;
+    const auto lib = [&](const char* name) {
+      auto it = c.best_per_variant.find(name);
+      return it == c.best_per_variant.end() ? json() : it->second;
+    };
+    const json cudnn = lib("conv2d.cudnn"), fft = lib("conv2d.fft");
+    std::cout << std::left << std::setw(28) << c.problem_key << std::setw(56) << b["candidate"].get<std::string>()
+              << std::right << std::setw(10) << short_ms(b) << std::setw(9)
+              << fixed(b.value("gbps_effective", 0.0), 0) << std::setw(9)
+              << fixed(100 * b.value("roofline_fraction", 0.0), 1) << std::setw(10) << short_ms(cudnn) << std::setw(10)
+              << short_ms(fft) << std::setw(9)
+              << (cudnn.is_null() ? "-"
+                                  : fixed(cudnn["time"]["median_ms"].get<double>() / b["time"]["median_ms"].get<double>(), 2) + "x")
+              << "  "
+              << (c.runner_up.is_null() ? "-" : c.runner_up["variant"].get<std::string>() + " (+" + fixed(100 * c.margin, 1) + "%)")
+              << (c.ties.empty() ? "" : "  [" + std::to_string(c.ties.size()) + " within noise]") << "\n";
+  }
+  return 0;
+}
+
+int cmd_sweep(const std::string& spec_path, bool dry_run, const std::string& resume, const std::string& results,
+              bool hot, uint64_t seed, const std::vector<std::string>& argv) {
+  SweepSpec spec = SweepSpec::load(spec_path);
+  if (hot) spec.measure.cold = false;
+  if (dry_run) {
+    const DeviceInfo dev = DeviceInfo::count() > 0 ? DeviceInfo::query(0) : DeviceInfo::offline_sm90();
+    const SweepPlan plan = make_plan(spec, dev);
+    std::cout << "plan for " << spec.name << " on " << dev.name << ": " << spec.problems.size() << " problems, "
+              << plan.runnable() << " runnable candidates, " << plan.candidates.size() - plan.runnable()
+              << " skipped\n";
+    for (const auto& p : plan.to_json()) {
+      std::cout << "  " << p["problem"].get<std::string>() << ": " << p["candidates"] << " candidates\n";
+      for (const auto& [variant, reasons] : p["skipped"].items()) {
+        // Reasons that differ only in their numbers are one line.
+        std::map<std::string, int> kinds;
+        for (const auto& [reason, n] : reasons.items()) {
+          std::string kind;
+          for (char ch : reason)
+            if (!std::isdigit(static_cast<unsigned char>(ch))) kind += ch;
+            else if (kind.empty() || kind.back() != '#') kind += '#';
+          kinds[kind] += n.get<int>();
+        }
+        for (const auto& [kind, n] : kinds) std::cout << "      skip " << n << " of " << variant << ": " << kind << "\n";
+      }
+    }
+    // Each candidate: verification, warm-up and samples until 1% noise; a rough upper bound.
+    const double per = std::min(spec.measure.time_cap_s, 0.25) + 0.05;
+    std::cout << "estimated time: up to " << fixed(double(plan.runnable()) * per / 60.0, 1)
+              << " min of measurement, plus kernel compilation (cached after the first run)\n";
+    return 0;
+  }
+  SweepOptions opt;
+  opt.results_root = results;
+  opt.resume = resume;
+  opt.seed = seed;
+  const SweepResult r = run_sweep(spec, opt, argv, std::cerr);
+  std::cerr << "records: " << (r.folder / "records.jsonl").string() << "  counts: " << r.counts.dump() << "\n";
+  if (r.context_lost) return 1;
+  cmd_best(r.folder.string(), false);
+  return r.interrupted ? 130 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"convtune: autotuning benchmark and profiling harness for GPU convolution"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(CONVTUNE_VERSION) + " (" + CONVTUNE_GIT_SHA + ")");
+  std::vector<std::string> args(argv, argv + argc);
+
+  bool as_json = false, no_ceilings = false;
+  auto* devices = app.add_subcommand("devices", "GPUs, their limits and measured ceilings");
+  devices->add_flag("--json", as_json, "print JSON");
+  devices->add_flag("--no-ceilings", no_ceilings, "skip measuring copy bandwidth and FP32 rate");
+
+  std::string family, problem, variant, config, spec_path, resume, results = "results", folder;
+  auto* list = app.add_subcommand("list", "variants and their parameter spaces (works without a GPU)");
+  list->add_option("--family", family, "only this family");
+  list->add_option("--problem", problem, "show how many configs fit this problem, e.g. conv2d:h=8192,w=8192,r=3");
+  list->add_flag("--json", as_json, "print JSON");
+
+  bool hot = false;
+  double time_cap = 2.0;
+  uint64_t seed = 0;
+  auto* run = app.add_subcommand("run", "one candidate on one problem: verify, time, print its record");
+  run->add_option("--variant", variant, "variant name (see list)")->required();
+  run->add_option("--problem", problem, "family:dims, e.g. conv2d:h=8192,w=8192,r=3")->required();
+  run->add_option("--config", config, "name=value,... (unnamed parameters take their first value)");
+  run->add_flag("--hot", hot, "do not flush L2 before each sample");
+  run->add_option("--time-cap", time_cap, "seconds of sampling at most")->check(CLI::PositiveNumber);
+
+  bool dry_run = false;
+  auto* sweep = app.add_subcommand("sweep", "run a sweep spec; records go to results/<device>/<spec>-<time>/");
+  sweep->add_option("spec", spec_path, "sweep spec (sweeps/*.json)")->required();
+  sweep->add_flag("--dry-run", dry_run, "print the plan (candidates, skipped points with reasons) and stop");
+  sweep->add_option("--resume", resume, "finish an interrupted run folder");
+  sweep->add_option("--results", results, "root folder for run folders");
+  sweep->add_flag("--hot", hot, "do not flush L2 before each sample");
+  sweep->add_option("--seed", seed, "seed of the random inputs (default: from the clock)");
+
+  auto* best = app.add_subcommand("best", "best candidate per problem of a run folder");
+  best->add_option("folder", folder, "run folder")->required();
+  best->add_flag("--json", as_json, "print JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "convtune: " << e.what() << " (see --help)\n";
+    return kExitInputError;
+  }
+
+  try {
+    if (*devices) return cmd_devices(as_json, !no_ceilings);
+    if (*list) return cmd_list(family, problem, as_json);
+    if (*run) return cmd_run(variant, problem, config, hot, time_cap);
+    if (*sweep) return cmd_sweep(spec_path, dry_run, resume, results, hot, seed, args);
+    if (*best) return cmd_best(folder, as_json);
+  } catch (const InputError& e) {
+    std::cerr << "convtune: " << e.what() << "\n";
+    return kExitInputError;
+  } catch (const std::exception& e) {
+    std::cerr << "convtune: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

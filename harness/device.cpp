@@ -1,0 +1,193 @@
+#include "harness/device.h"
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <cufft.h>
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "harness/error.h"
+
+namespace convtune {
+
+double Ceilings::floor_ms(double bytes, double flops) const {
+  if (!measured()) return 0;
+  return std::max(bytes / (copy_gbps * 1e9), flops / (fp32_gflops * 1e9)) * 1e3;
+}
+
+json Ceilings::to_json() const { return {{"copy_gbps", copy_gbps}, {"fp32_gflops", fp32_gflops}}; }
+
+Ceilings Ceilings::from_json(const json& j) {
+  Ceilings c;
+  c.copy_gbps = j.value("copy_gbps", 0.0);
+  c.fp32_gflops = j.value("fp32_gflops", 0.0);
+  return c;
+}
+
+std::string DeviceInfo::slug() const {
+  std::string out;
+  for (char ch : name) {
+    if (std::isalnum(static_cast<unsigned char>(ch)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "unknown-gpu" : out;
+}
+
+json DeviceInfo::to_json() const {
+  return {{"ordinal", ordinal},
+          {"name", name},
+          {"arch", arch()},
+          {"compute_capability", std::to_string(cc_major) + "." + std::to_string(cc_minor)},
+          {"sms", sms},
+          {"global_mem_bytes", global_mem_bytes},
+          {"l2_bytes", l2_bytes},
+          {"max_threads_per_block", max_threads_per_block},
+          {"max_threads_per_sm", max_threads_per_sm},
+          {"max_smem_per_block", max_smem_per_block},
+          {"max_smem_per_block_optin", max_smem_per_block_optin},
+          {"max_smem_per_sm", max_smem_per_sm},
+          {"regs_per_block", regs_per_block},
+          {"regs_per_sm", regs_per_sm},
+          {"sm_clock_khz", sm_clock_khz},
+          {"mem_clock_khz", mem_clock_khz},
+          {"mem_bus_bits", mem_bus_bits},
+          {"driver_version", driver_version},
+          {"runtime_version", runtime_version},
+          {"cudnn_version", cudnn_version},
+          {"cufft_version", cufft_version},
+          {"nvrtc_version", std::to_string(nvrtc_major) + "." + std::to_string(nvrtc_minor)}};
+}
+
+DeviceInfo DeviceInfo::from_json(const json& j) {
+  DeviceInfo d;
+  d.ordinal = j.value("ordinal", 0);
+  d.name = j.value("name", "");
+  auto cc = j.value("compute_capability", std::string("0.0"));
+  d.cc_major = std::stoi(cc.substr(0, cc.find('.')));
+  d.cc_minor = std::stoi(cc.substr(cc.find('.') + 1));
+  d.sms = j.value("sms", 0);
+  d.global_mem_bytes = j.value("global_mem_bytes", int64_t(0));
+  d.l2_bytes = j.value("l2_bytes", 0);
+  d.max_threads_per_block = j.value("max_threads_per_block", 1024);
+  d.max_threads_per_sm = j.value("max_threads_per_sm", 2048);
+  d.max_smem_per_block = j.value("max_smem_per_block", 48 * 1024);
+  d.max_smem_per_block_optin = j.value("max_smem_per_block_optin", 48 * 1024);
+  d.max_smem_per_sm = j.value("max_smem_per_sm", 0);
+  d.regs_per_block = j.value("regs_per_block", 65536);
+  d.regs_per_sm = j.value("regs_per_sm", 65536);
+  d.sm_clock_khz = j.value("sm_clock_khz", 0);
+  d.mem_clock_khz = j.value("mem_clock_khz", 0);
+  d.mem_bus_bits = j.value("mem_bus_bits", 0);
+  d.driver_version = j.value("driver_version", 0);
+  d.runtime_version = j.value("runtime_version", 0);
+  d.cudnn_version = j.value("cudnn_version", 0);
+  d.cufft_version = j.value("cufft_version", 0);
+  return d;
+}
+
+int DeviceInfo::count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error
+    return 0;
+  }
+  return n;
+}
+
+static void fill_versions(DeviceInfo& d) {
+  cudaDriverGetVersion(&d.driver_version);
+  cudaRuntimeGetVersion(&d.runtime_version);
+  d.cudnn_version = static_cast<int>(cudnnGetVersion());
+  cufftGetVersion(&d.cufft_version);
+  nvrtcVersion(&d.nvrtc_major, &d.nvrtc_minor);
+}
+
+DeviceInfo DeviceInfo::query(int ordinal) {
+  DeviceInfo d;
+  cudaDeviceProp p{};
+  CT_CUDA(cudaGetDeviceProperties(&p, ordinal));
+  CT_CUDA(cudaSetDevice(ordinal));
+  d.ordinal = ordinal;
+  d.name = p.name;
+  d.cc_major = p.major;
+  d.cc_minor = p.minor;
+  d.sms = p.multiProcessorCount;
+  d.global_mem_bytes = static_cast<int64_t>(p.totalGlobalMem);
+  d.l2_bytes = p.l2CacheSize;
+  d.max_threads_per_block = p.maxThreadsPerBlock;
+  d.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
+  d.max_smem_per_block = static_cast<int>(p.sharedMemPerBlock);
+  d.max_smem_per_block_optin = static_cast<int>(p.sharedMemPerBlockOptin);
+  d.max_smem_per_sm = static_cast<int>(p.sharedMemPerMultiprocessor);
+  d.regs_per_block = p.regsPerBlock;
+  d.regs_per_sm = p.regsPerMultiprocessor;
+  d.warp_size = p.warpSize;
+  CT_CUDA(cudaDeviceGetAttribute(&d.sm_clock_khz, cudaDevAttrClockRate, ordinal));
+  CT_CUDA(cudaDeviceGetAttribute(&d.mem_clock_khz, cudaDevAttrMemoryClockRate, ordinal));
+  CT_CUDA(cudaDeviceGetAttribute(&d.mem_bus_bits, cudaDevAttrGlobalMemoryBusWidth, ordinal));
+  fill_versions(d);
+  return d;
+}
+
+DeviceInfo DeviceInfo::offline_sm90() {
+  DeviceInfo d;
+  d.name = "offline sm_90 (H100 limits)";
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sms = 132;
+  d.global_mem_bytes = int64_t(80) << 30;
+  d.l2_bytes = 50 << 20;
+  d.max_smem_per_block = 48 * 1024;
+  d.max_smem_per_block_optin = 227 * 1024;
+  d.max_smem_per_sm = 228 * 1024;
+  fill_versions(d);
+  return d;
+}
+
+void require_gpu(const std::string& command) {
+  int n = 0;
+  cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess || n == 0) {
+    cudaGetLastError();
+    throw CudaError("'" + command + "' needs a CUDA GPU and none is usable here (" +
+                    std::string(err != cudaSuccess ? cudaGetErrorString(err) : "no device found") +
+                    "). Run it on a machine with an NVIDIA GPU and driver.");
+  }
+}
+
+}  // namespace convtune
+
+#include "harness/cuda_raii.h"
+#include "harness/gpu_kernels.h"
+
+namespace convtune {
+
+Ceilings measure_ceilings(const DeviceInfo& dev) {
+  Ceilings c;
+  Stream stream;
+  // Copy: buffers far larger than L2, best of several timed runs (a ceiling is what the chip can do).
+  const int64_t n = std::min<int64_t>(int64_t(256) << 20, dev.global_mem_bytes / 16);
+  DeviceArray<float> src(n), dst(n);
+  fill_uniform(src.get(), n, 1, stream.get());
+  double best_ms = 1e30;
+  for (int i = 0; i < 5; ++i) best_ms = std::min(best_ms, time_copy(dst.get(), src.get(), n, 4, stream.get()));
+  c.copy_gbps = 2.0 * double(n) * sizeof(float) / (best_ms * 1e-3) / 1e9;
+
+  const int threads = 256;
+  const int blocks = dev.sms * std::max(1, dev.max_threads_per_sm / threads) * 4;
+  const int iterations = 4096;
+  DeviceArray<float> sink(blocks);
+  best_ms = 1e30;
+  for (int i = 0; i < 5; ++i)
+    best_ms = std::min(best_ms, time_fma(sink.get(), blocks, threads, iterations, 2, stream.get()));
+  const double flops = 2.0 * kFmaChains * double(iterations) * blocks * threads;
+  c.fp32_gflops = flops / (best_ms * 1e-3) / 1e9;
+  return c;
+}
+
+}  // namespace convtune

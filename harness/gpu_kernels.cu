@@ -1,0 +1,173 @@
+#include "harness/gpu_kernels.h"
+
+#include "harness/cuda_raii.h"
+#include "harness/error.h"
+
+namespace convtune {
+namespace {
+
+__device__ __forceinline__ uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+__global__ void fill_uniform_kernel(float* data, int64_t n, uint64_t seed) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint64_t bits = mix64(seed * 0x9e3779b97f4a7c15ULL + uint64_t(i));
+    data[i] = float(int64_t(bits >> 40) - (int64_t(1) << 23)) * (1.0f / float(1 << 23));
+  }
+}
+
+__global__ void reference_conv2d_kernel(const float* __restrict__ image, const float* __restrict__ filter,
+                                        double* __restrict__ out, int64_t h, int64_t w, int r) {
+  const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t row = blockIdx.y * int64_t(blockDim.y) + threadIdx.y;
+  if (row >= h || col >= w) return;
+  const int fw = 2 * r + 1;
+  double acc = 0;
+  for (int m = -r; m <= r; ++m) {
+    const int64_t y = row + m;
+    if (y < 0 || y >= h) continue;
+    for (int n = -r; n <= r; ++n) {
+      const int64_t x = col + n;
+      if (x < 0 || x >= w) continue;
+      acc += double(image[y * w + x]) * double(filter[(m + r) * fw + (n + r)]);
+    }
+  }
+  out[row * w + col] = acc;
+}
+
+__device__ __forceinline__ void atomic_max_nonneg(double* addr, double v) {
+  // Non-negative doubles order like their bit patterns read as unsigned integers.
+  atomicMax(reinterpret_cast<unsigned long long*>(addr), static_cast<unsigned long long>(__double_as_longlong(v)));
+}
+
+__global__ void compare_kernel(const float* __restrict__ out, const double* __restrict__ ref, int64_t n,
+                               ErrorSums* sums) {
+  double sq_err = 0, sq_ref = 0, max_err = 0, max_ref = 0;
+  unsigned long long bad = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const double o = out[i], q = ref[i];
+    sq_ref += q * q;
+    max_ref = fmax(max_ref, fabs(q));
+    if (!isfinite(o)) {
+      ++bad;
+      max_err = __longlong_as_double(0x7ff0000000000000LL);  // +infinity
+      continue;
+    }
+    const double e = o - q;
+    sq_err += e * e;
+    max_err = fmax(max_err, fabs(e));
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    sq_err += __shfl_down_sync(0xffffffffu, sq_err, offset);
+    sq_ref += __shfl_down_sync(0xffffffffu, sq_ref, offset);
+    max_err = fmax(max_err, __shfl_down_sync(0xffffffffu, max_err, offset));
+    max_ref = fmax(max_ref, __shfl_down_sync(0xffffffffu, max_ref, offset));
+    bad += __shfl_down_sync(0xffffffffu, bad, offset);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicAdd(&sums->sq_err, sq_err);
+    atomicAdd(&sums->sq_ref, sq_ref);
+    atomic_max_nonneg(&sums->max_abs_err, max_err);
+    atomic_max_nonneg(&sums->max_abs_ref, max_ref);
+    atomicAdd(&sums->nonfinite, bad);
+  }
+}
+
+__global__ void copy_kernel(float4* __restrict__ dst, const float4* __restrict__ src, int64_t n4) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4; i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
+}
+
+__global__ void fma_kernel(float* sink, int iterations) {
+  float a[kFmaChains];
+#pragma unroll
+  for (int c = 0; c < kFmaChains; ++c) a[c] = threadIdx.x * 1e-3f + c;
+  const float m = 0.999f, k = 1e-4f;
+  for (int i = 0; i < iterations; ++i) {
+#pragma unroll
+    for (int c = 0; c < kFmaChains; ++c) a[c] = fmaf(a[c], m, k);
+  }
+  float total = 0;
+#pragma unroll
+  for (int c = 0; c < kFmaChains; ++c) total += a[c];
+  if (total == 12345.678f) sink[blockIdx.x] = total;  // keeps the work alive, almost never stores
+}
+
+int grid_for(int64_t n, int threads) {
+  int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<int>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
+}
+
+}  // namespace
+
+void fill_uniform(float* data, int64_t n, uint64_t seed, cudaStream_t s) {
+  fill_uniform_kernel<<<grid_for(n, 256), 256, 0, s>>>(data, n, seed);
+  CT_CHECK_LAUNCH();
+}
+
+void poison_nan(float* data, int64_t n, cudaStream_t s) { CT_CUDA(cudaMemsetAsync(data, 0xFF, n * sizeof(float), s)); }
+
+void reference_conv2d(const float* image, const float* filter, double* out, int64_t h, int64_t w, int r,
+                      cudaStream_t s) {
+  dim3 block(32, 8);
+  dim3 grid(static_cast<unsigned>((w + 31) / 32), static_cast<unsigned>((h + 7) / 8));
+  reference_conv2d_kernel<<<grid, block, 0, s>>>(image, filter, out, h, w, r);
+  CT_CHECK_LAUNCH();
+}
+
+ErrorSums compare_to_reference(const float* out, const double* ref, int64_t n, cudaStream_t s) {
+  DeviceArray<ErrorSums> sums(1);
+  CT_CUDA(cudaMemsetAsync(sums.get(), 0, sizeof(ErrorSums), s));
+  compare_kernel<<<grid_for(n, 256), 256, 0, s>>>(out, ref, n, sums.get());
+  CT_CHECK_LAUNCH();
+  ErrorSums host;
+  CT_CUDA(cudaMemcpyAsync(&host, sums.get(), sizeof(ErrorSums), cudaMemcpyDeviceToHost, s));
+  CT_CUDA(cudaStreamSynchronize(s));
+  return host;
+}
+
+double time_copy(float* dst, const float* src, int64_t n, int repeats, cudaStream_t s) {
+  const int64_t n4 = n / 4;
+  const int threads = 256;
+  int device = 0, sms = 0;
+  CT_CUDA(cudaGetDevice(&device));
+  CT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int blocks = sms * 8;
+  copy_kernel<<<blocks, threads, 0, s>>>(reinterpret_cast<float4*>(dst), reinterpret_cast<const float4*>(src), n4);
+  CT_CHECK_LAUNCH();
+  Event start, stop;
+  start.record(s);
+  for (int i = 0; i < repeats; ++i) {
+    copy_kernel<<<blocks, threads, 0, s>>>(reinterpret_cast<float4*>(dst), reinterpret_cast<const float4*>(src), n4);
+    CT_CHECK_LAUNCH();
+  }
+  stop.record(s);
+  CT_CUDA(cudaEventSynchronize(stop.get()));
+  float ms = 0;
+  CT_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return ms / repeats;
+}
+
+double time_fma(float* sink, int blocks, int threads, int iterations, int repeats, cudaStream_t s) {
+  fma_kernel<<<blocks, threads, 0, s>>>(sink, iterations);
+  CT_CHECK_LAUNCH();
+  Event start, stop;
+  start.record(s);
+  for (int i = 0; i < repeats; ++i) {
+    fma_kernel<<<blocks, threads, 0, s>>>(sink, iterations);
+    CT_CHECK_LAUNCH();
+  }
+  stop.record(s);
+  CT_CUDA(cudaEventSynchronize(stop.get()));
+  float ms = 0;
+  CT_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return ms / repeats;
+}
+
+}  // namespace convtune

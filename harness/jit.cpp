@@ -1,0 +1,211 @@
+#include "harness/jit.h"
+
+#include <nvrtc.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <atomic>
+#include <set>
+
+#include "harness/driver_api.h"
+#include "harness/error.h"
+
+namespace convtune {
+
+const std::string& embedded_source(const std::string& name) {
+  const auto& all = embedded_sources();
+  auto it = all.find(name);
+  if (it == all.end()) throw std::logic_error("no embedded kernel source named '" + name + "'");
+  return it->second;
+}
+
+std::string JitProgram::describe() const {
+  std::string out = source;
+  for (const auto& o : options) out += " " + o;
+  return out;
+}
+
+std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& arch) {
+  const std::string& text = embedded_source(program.source);
+  nvrtcProgram prog = nullptr;
+  CT_NVRTC(nvrtcCreateProgram(&prog, text.c_str(), program.source.c_str(), 0, nullptr, nullptr));
+  std::vector<std::string> options = {"--gpu-architecture=" + arch, "--std=c++17", "-default-device",
+                                      "--extra-device-vectorization"};
+  options.insert(options.end(), program.options.begin(), program.options.end());
+  std::vector<const char*> argv;
+  for (const auto& o : options) argv.push_back(o.c_str());
+  const nvrtcResult rc = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size) nvrtcGetProgramLog(prog, log.data());
+  if (rc != NVRTC_SUCCESS) {
+    nvrtcDestroyProgram(&prog);
+    throw CompileError("NVRTC could not compile " + program.describe() + " for " + arch + ": " +
+                           nvrtcGetErrorString(rc),
+                       log);
+  }
+  size_t size = 0;
+  CT_NVRTC(nvrtcGetCUBINSize(prog, &size));
+  std::vector<char> cubin(size);
+  CT_NVRTC(nvrtcGetCUBIN(prog, cubin.data()));
+  nvrtcDestroyProgram(&prog);
+  return cubin;
+}
+
+json KernelAttributes::to_json() const {
+  return {{"registers", registers},     {"static_smem_bytes", static_smem_bytes},
+          {"dynamic_smem_bytes", dynamic_smem_bytes}, {"local_bytes", local_bytes},
+          {"threads", threads},         {"blocks_per_sm", blocks_per_sm},
+          {"occupancy", occupancy}};
+}
+
+Module::Module(const std::vector<char>& cubin) {
+  CT_CUDA(cudaFree(nullptr));  // makes the runtime's primary context current for the driver API
+  CT_CU(driver().cuModuleLoadData(&module_, cubin.data()));
+}
+
+Module::~Module() {
+  if (module_) {
+    CUresult r = driver().cuModuleUnload(module_);
+    if (r != CUDA_SUCCESS) warn_cuda("driver", driver_error_string(r), "cuModuleUnload", __FILE__, __LINE__);
+  }
+}
+
+CUfunction Module::function(const std::string& name) const {
+  CUfunction fn = nullptr;
+  CT_CU(driver().cuModuleGetFunction(&fn, module_, name.c_str()));
+  return fn;
+}
+
+CUdeviceptr Module::global(const std::string& name, size_t* bytes) const {
+  CUdeviceptr ptr = 0;
+  size_t size = 0;
+  CT_CU(driver().cuModuleGetGlobal(&ptr, &size, module_, name.c_str()));
+  if (bytes) *bytes = size;
+  return ptr;
+}
+
+KernelAttributes kernel_attributes(CUfunction fn, int threads, int dynamic_smem) {
+  KernelAttributes a;
+  CT_CU(driver().cuFuncGetAttribute(&a.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, fn));
+  CT_CU(driver().cuFuncGetAttribute(&a.static_smem_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn));
+  CT_CU(driver().cuFuncGetAttribute(&a.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn));
+  if (dynamic_smem > 48 * 1024)
+    CT_CU(driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_smem));
+  a.dynamic_smem_bytes = dynamic_smem;
+  a.threads = threads;
+  CT_CU(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&a.blocks_per_sm, fn, threads, dynamic_smem));
+  int dev = 0, max_threads_sm = 0;
+  CT_CUDA(cudaGetDevice(&dev));
+  CT_CUDA(cudaDeviceGetAttribute(&max_threads_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev));
+  a.occupancy = max_threads_sm ? double(a.blocks_per_sm) * threads / max_threads_sm : 0;
+  return a;
+}
+
+void launch(CUfunction fn, dim3 grid, dim3 block, unsigned dynamic_smem, cudaStream_t stream, void** args) {
+  CT_CU(driver().cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y, block.z, dynamic_smem,
+                       reinterpret_cast<CUstream>(stream), args, nullptr));
+}
+
+JitCache::JitCache(std::filesystem::path dir, std::string arch) : dir_(std::move(dir)), arch_(std::move(arch)) {}
+
+std::filesystem::path JitCache::default_dir() {
+  if (const char* d = std::getenv("CONVTUNE_CACHE_DIR")) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME")) return std::filesystem::path(x) / "convtune" / "jit";
+  if (const char* h = std::getenv("HOME")) return std::filesystem::path(h) / ".cache" / "convtune" / "jit";
+  return std::filesystem::temp_directory_path() / "convtune-jit";
+}
+
+std::string JitCache::key(const JitProgram& program) const {
+  // FNV-1a over everything that changes the cubin.
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  std::string material = embedded_source(program.source);
+  material += '\0' + arch_ + '\0' + std::to_string(major) + "." + std::to_string(minor);
+  for (const auto& o : program.options) material += '\0' + o;
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : material) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return program.source + "-" + arch_ + "-" + buf;
+}
+
+std::vector<char> JitCache::cubin(const JitProgram& program) {
+  const auto path = dir_ / (key(program) + ".cubin");
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (!data.empty()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++hits_;
+        return data;
+      }
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<char> data = nvrtc_compile(program, arch_);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++compiles_;
+    compile_ms_ += ms;
+  }
+  // Write then rename, so that a crash or a parallel writer never leaves half a cubin behind.
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  const auto tmp = path.string() + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&data));
+  std::ofstream out(tmp, std::ios::binary);
+  if (out && out.write(data.data(), static_cast<std::streamsize>(data.size()))) {
+    out.close();
+    std::filesystem::rename(tmp, path, ec);
+  }
+  if (ec) std::filesystem::remove(tmp, ec);
+  return data;
+}
+
+size_t JitCache::compile_all(const std::vector<JitProgram>& programs, int threads) {
+  std::vector<const JitProgram*> unique;
+  std::set<std::string> seen;
+  for (const auto& p : programs)
+    if (seen.insert(p.describe()).second) unique.push_back(&p);
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0}, ok{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < unique.size();) {
+        try {
+          cubin(*unique[i]);
+          ++ok;
+        } catch (const std::exception&) {
+          // Reported as compile_error when the candidate is prepared.
+        }
+      }
+    });
+  for (auto& th : pool) th.join();
+  return ok;
+}
+
+std::shared_ptr<Module> JitCache::module(const JitProgram& program) {
+  const std::string k = key(program);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = loaded_.find(k);
+    if (it != loaded_.end()) return it->second;
+  }
+  auto m = std::make_shared<Module>(cubin(program));
+  std::lock_guard<std::mutex> lock(mutex_);
+  loaded_[k] = m;
+  return m;
+}
+
+}  // namespace convtune

@@ -1,0 +1,134 @@
+#include "harness/params.h"
+
+#include <algorithm>
+
+#include "harness/error.h"
+
+namespace convtune {
+
+ParamSpace& ParamSpace::add(std::string name, std::string meaning, std::vector<json> values) {
+  params_.push_back({std::move(name), std::move(meaning), std::move(values)});
+  return *this;
+}
+
+const Param* ParamSpace::find(const std::string& name) const {
+  for (const auto& p : params_)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+size_t ParamSpace::size() const {
+  size_t n = 1;
+  for (const auto& p : params_) n *= p.values.size();
+  return n;
+}
+
+std::vector<Config> ParamSpace::enumerate() const {
+  std::vector<Config> out;
+  const size_t total = size();
+  out.reserve(total);
+  for (size_t index = 0; index < total; ++index) {
+    Config cfg = json::object();
+    size_t rest = index;
+    for (auto it = params_.rbegin(); it != params_.rend(); ++it) {
+      cfg[it->name] = it->values[rest % it->values.size()];
+      rest /= it->values.size();
+    }
+    out.push_back(std::move(cfg));
+  }
+  return out;
+}
+
+static std::string known_names(const std::vector<Param>& params) {
+  std::string out;
+  for (const auto& p : params) out += (out.empty() ? "" : ", ") + p.name;
+  return out.empty() ? "(none: this variant has no parameters)" : out;
+}
+
+static std::string value_list(const std::vector<json>& values) {
+  std::string out;
+  for (const auto& v : values) out += (out.empty() ? "" : ", ") + (v.is_string() ? v.get<std::string>() : v.dump());
+  return out;
+}
+
+ParamSpace ParamSpace::restricted(const json& overrides, const std::string& where) const {
+  if (!overrides.is_object()) throw InputError(where + ": must be an object {parameter: value or [values]}");
+  ParamSpace out = *this;
+  for (const auto& [name, value] : overrides.items()) {
+    auto it = std::find_if(out.params_.begin(), out.params_.end(), [&](const Param& p) { return p.name == name; });
+    if (it == out.params_.end())
+      throw InputError(where + "." + name + ": unknown parameter; allowed: " + known_names(params_));
+    std::vector<json> values = value.is_array() ? value.get<std::vector<json>>() : std::vector<json>{value};
+    if (values.empty()) throw InputError(where + "." + name + ": needs at least one value");
+    const bool want_string = it->values.front().is_string();
+    for (const auto& v : values) {
+      if (want_string ? !v.is_string() : !v.is_number_integer())
+        throw InputError(where + "." + name + ": " + v.dump() + " is not " +
+                         (want_string ? "a name" : "an integer") + "; allowed: " + value_list(it->values));
+      if (want_string && std::find(it->values.begin(), it->values.end(), v) == it->values.end())
+        throw InputError(where + "." + name + ": unknown value " + v.dump() + "; allowed: " + value_list(it->values));
+    }
+    it->values = values;
+  }
+  return out;
+}
+
+void ParamSpace::check_config(const Config& cfg, const std::string& where) const {
+  if (!cfg.is_object()) throw InputError(where + ": must be an object");
+  for (const auto& [name, v] : cfg.items()) {
+    (void)v;
+    if (!find(name)) throw InputError(where + "." + name + ": unknown parameter; allowed: " + known_names(params_));
+  }
+  for (const auto& p : params_) {
+    if (!cfg.contains(p.name))
+      throw InputError(where + "." + p.name + ": missing (" + p.meaning + "; values: " + value_list(p.values) + ")");
+    const json& v = cfg[p.name];
+    const bool want_string = p.values.front().is_string();
+    if (want_string ? !v.is_string() : !v.is_number_integer())
+      throw InputError(where + "." + p.name + ": " + v.dump() + " is not " + (want_string ? "a name" : "an integer") +
+                       "; values: " + value_list(p.values));
+    if (want_string && std::find(p.values.begin(), p.values.end(), v) == p.values.end())
+      throw InputError(where + "." + p.name + ": unknown value " + v.dump() + "; allowed: " + value_list(p.values));
+  }
+}
+
+json ParamSpace::to_json() const {
+  json out = json::array();
+  for (const auto& p : params_) out.push_back({{"name", p.name}, {"meaning", p.meaning}, {"values", p.values}});
+  return out;
+}
+
+Config parse_config(const std::string& text, const std::string& where) {
+  Config cfg = json::object();
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? text.size() : comma + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError(where + ": '" + item + "' is not name=value (expected e.g. tile_x=32,tile_y=8)");
+    std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    try {
+      size_t used = 0;
+      long long n = std::stoll(value, &used);
+      if (used == value.size()) {
+        cfg[name] = n;
+        continue;
+      }
+    } catch (const std::exception&) {
+    }
+    cfg[name] = value;
+  }
+  return cfg;
+}
+
+std::string config_string(const Config& cfg) {
+  std::string out;
+  for (const auto& [k, v] : cfg.items())
+    out += (out.empty() ? "" : ",") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  return out;
+}
+
+}  // namespace convtune

@@ -1,0 +1,49 @@
+// Parameter spaces: each tunable has a name, a meaning and its allowed values (integers or names).
+// A config is one point: a JSON object {name: value}. Constraints between parameters, the problem and
+// the device live in each variant's can_implement, which says why a point is rejected.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace convtune {
+
+using json = nlohmann::json;
+using Config = json;  // an object: parameter name -> integer or string
+
+struct Param {
+  std::string name;
+  std::string meaning;
+  std::vector<json> values;
+};
+
+class ParamSpace {
+ public:
+  ParamSpace& add(std::string name, std::string meaning, std::vector<json> values);
+  const std::vector<Param>& params() const { return params_; }
+  const Param* find(const std::string& name) const;
+  size_t size() const;  // points in the full product
+
+  // Every point of the product, in a fixed order (first parameter slowest).
+  std::vector<Config> enumerate() const;
+  // Keeps only the listed values of some parameters; throws InputError naming `where`.<param> when a
+  // parameter is unknown (it lists the known ones). Values outside the declared ones are allowed, so
+  // that a user can reach any point; can_implement still judges them.
+  ParamSpace restricted(const json& overrides, const std::string& where) const;
+  // Throws InputError unless `cfg` names exactly this space's parameters with values of the right kind.
+  void check_config(const Config& cfg, const std::string& where) const;
+  json to_json() const;
+
+ private:
+  std::vector<Param> params_;
+};
+
+// "tile_x=32,tile_y=8" -> {"tile_x": 32, "tile_y": 8}; values that are not integers stay strings.
+Config parse_config(const std::string& text, const std::string& where);
+// {"tile_x": 32, "dir": "y"} -> "dir=y,tile_x=32" (sorted: stable candidate names)
+std::string config_string(const Config& cfg);
+
+}  // namespace convtune

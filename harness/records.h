@@ -1,0 +1,54 @@
+// Records: one JSON object per candidate x problem, appended to records.jsonl and flushed as each one
+// completes, so a crash loses nothing and a rerun can resume.
+#pragma once
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace convtune {
+
+using json = nlohmann::json;
+
+constexpr int kSchemaVersion = 1;
+
+// Statuses a record can carry.
+namespace status {
+constexpr const char* ok = "ok";
+constexpr const char* skipped = "skipped";
+constexpr const char* compile_error = "compile_error";
+constexpr const char* runtime_error = "runtime_error";
+constexpr const char* wrong_result = "wrong_result";
+constexpr const char* timeout = "timeout";
+}  // namespace status
+
+// "conv2d.tiled[tile_x=32,tile_y=8]": a name that explains itself in any table.
+std::string candidate_name(const std::string& variant, const json& config);
+// What identifies a measurement for resume: problem key + candidate name.
+std::string record_key(const json& record);
+
+class RecordWriter {
+ public:
+  explicit RecordWriter(const std::filesystem::path& path);  // appends
+  ~RecordWriter();
+  RecordWriter(const RecordWriter&) = delete;
+  RecordWriter& operator=(const RecordWriter&) = delete;
+  void append(const json& record);  // one line, flushed and synced to disk
+
+ private:
+  std::FILE* file_ = nullptr;
+  std::filesystem::path path_;
+};
+
+struct ReadResult {
+  std::vector<json> records;
+  std::vector<std::string> problems;  // lines that could not be read, with their line numbers
+};
+// Reads every complete record; a torn last line (a crash mid-write) is reported, not fatal.
+ReadResult read_records(const std::filesystem::path& path);
+std::set<std::string> recorded_keys(const std::vector<json>& records);
+
+}  // namespace convtune

@@ -1,0 +1,170 @@
+#include "harness/runner.h"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+
+#include "harness/error.h"
+#include "harness/gpu_kernels.h"
+#include "harness/records.h"
+#include "harness/reference.h"
+
+namespace convtune {
+
+Operands ProblemBuffers::pointers() const {
+  Operands ops;
+  for (const auto& a : operands) ops.data.push_back(a.get());
+  return ops;
+}
+
+static double device_bytes_needed(const Problem& p) {
+  return p.min_bytes() + 8.0 * double(p.output_elements());  // operands + float64 reference
+}
+
+void check_fits(const Problem& p, const DeviceInfo& dev, const std::string& where) {
+  const double need = device_bytes_needed(p);
+  const double have = 0.8 * double(dev.global_mem_bytes);  // room for workspaces and the L2 flush buffer
+  if (dev.global_mem_bytes > 0 && need > have) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg, "needs %.2f GiB of device memory (operands + float64 reference); %s has %.2f GiB",
+                  need / double(1 << 30), dev.name.c_str(), double(dev.global_mem_bytes) / double(1 << 30));
+    throw InputError(where + " " + p.key() + ": " + msg + "; use a smaller shape");
+  }
+}
+
+Runner::Runner(DeviceInfo dev, Ceilings ceilings, MeasureOptions options, JitCache& jit, uint64_t seed)
+    : dev_(std::move(dev)), ceilings_(ceilings), jit_(jit), seed_(seed), timer_(dev_.l2_bytes, options) {}
+
+ProblemBuffers& Runner::buffers_for(const Problem& p) {
+  if (!buffers_ || !(buffers_->problem == p)) {
+    buffers_.reset();  // free the last problem's memory first
+    auto b = std::make_unique<ProblemBuffers>();
+    b->problem = p;
+    for (const auto& o : p.operands()) b->operands.emplace_back(static_cast<size_t>(o.elements));
+    b->reference = DeviceArray<double>(static_cast<size_t>(p.output_elements()));
+    buffers_ = std::move(b);
+  }
+  return *buffers_;
+}
+
+static std::string now_iso() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+json Runner::skeleton(const Variant& v, const Problem& p, const Config& c, const Ceilings& ceilings) {
+  json r;
+  r["schema"] = kSchemaVersion;
+  r["problem"] = p.to_json();
+  r["problem_key"] = p.key();
+  r["family"] = family_name(p.family);
+  r["variant"] = v.name();
+  r["library"] = v.library();
+  r["config"] = c;
+  r["candidate"] = candidate_name(v.name(), c);
+  const Cost cost = v.cost(p, c);
+  r["flops"] = cost.flops;
+  r["flops_variant"] = cost.flops_variant;
+  r["bytes_min"] = cost.bytes_min;
+  r["bytes_model"] = cost.bytes_model;
+  r["intensity_min"] = cost.bytes_min > 0 ? cost.flops / cost.bytes_min : 0;
+  r["intensity_model"] = cost.bytes_model > 0 ? cost.flops / cost.bytes_model : 0;
+  r["floor_ms"] = ceilings.floor_ms(cost.bytes_min, cost.flops);
+  r["complexity"] = v.complexity();
+  r["timestamp"] = now_iso();
+  r["status"] = status::ok;
+  return r;
+}
+
+json Runner::verify(const Variant& v, const Config& c, Plan& plan, ProblemBuffers& b, bool fresh_inputs) {
+  const Problem& p = b.problem;
+  const cudaStream_t s = stream_.get();
+  const auto ops = p.operands();
+  const size_t n_inputs = ops.size() - 1;
+  if (fresh_inputs) {
+    for (size_t i = 0; i < n_inputs; ++i) fill_uniform(b.operands[i].get(), ops[i].elements, ++seed_, s);
+    std::vector<const float*> inputs;
+    for (size_t i = 0; i < n_inputs; ++i) inputs.push_back(b.operands[i].get());
+    gpu_reference(p, inputs, b.reference.get(), s);
+    plan.bind(b.pointers(), s);
+  }
+  poison_nan(b.operands.back().get(), ops.back().elements, s);
+  plan.run(s);
+  CT_CHECK_LAUNCH();
+  const ErrorSums e = compare_to_reference(b.operands.back().get(), b.reference.get(), ops.back().elements, s);
+  const Tolerance tol = v.tolerance(c);
+  json out;
+  out["rel_l2"] = e.sq_ref > 0 ? std::sqrt(e.sq_err / e.sq_ref) : std::sqrt(e.sq_err);
+  out["max_abs"] = e.max_abs_err;
+  out["max_rel"] = e.max_abs_ref > 0 ? e.max_abs_err / e.max_abs_ref : e.max_abs_err;
+  out["nonfinite"] = e.nonfinite;
+  out["tolerance"] = tol.to_json();
+  const bool pass = e.nonfinite == 0 && std::isfinite(e.sq_err) && out["rel_l2"].get<double>() <= tol.rel_l2 &&
+                    out["max_rel"].get<double>() <= tol.max_rel;
+  out["pass"] = pass;
+  return out;
+}
+
+json Runner::run(const Variant& v, const Problem& p, const Config& c) {
+  json r = skeleton(v, p, c, ceilings_);
+  const Status st = v.can_implement(p, c, dev_);
+  if (!st) {
+    r["status"] = status::skipped;
+    r["reason"] = st.reason;
+    return r;
+  }
+  std::unique_ptr<Plan> plan;
+  try {
+    const int compiles_before = jit_.compiles();
+    const double compile_ms_before = jit_.compile_ms();
+    plan = v.prepare(p, c, dev_, jit_);
+    r["compiled"] = jit_.compiles() > compiles_before;
+    r["compile_ms"] = jit_.compile_ms() - compile_ms_before;
+    r["kernel"] = plan->attributes().to_json();
+    r["workspace_bytes"] = plan->workspace_bytes();
+
+    ProblemBuffers& b = buffers_for(p);
+    json check = verify(v, c, *plan, b, true);
+    r["error"] = check;
+    if (!check["pass"].get<bool>()) {
+      r["status"] = status::wrong_result;
+      return r;
+    }
+    const Timing t = timer_.measure([&](cudaStream_t s) { plan->run(s); }, stream_.get());
+    CT_CHECK_LAUNCH();
+    r["time"] = t.to_json();
+    r["cold"] = timer_.options().cold;
+    // Same inputs again after the timed runs: a race or a stale-state bug shows up here.
+    json recheck = verify(v, c, *plan, b, false);
+    if (!recheck["pass"].get<bool>()) {
+      r["error_after_timing"] = recheck;
+      r["status"] = status::wrong_result;
+      r["reason"] = "correct before timing, wrong after: a race or state kept between runs";
+      return r;
+    }
+    const double sec = t.median_ms * 1e-3;
+    r["gbps_effective"] = sec > 0 ? r["bytes_min"].get<double>() / sec / 1e9 : 0;
+    r["gflops"] = sec > 0 ? r["flops"].get<double>() / sec / 1e9 : 0;
+    r["roofline_fraction"] = t.median_ms > 0 ? r["floor_ms"].get<double>() / t.median_ms : 0;
+  } catch (const Unsupported& e) {
+    r["status"] = status::skipped;
+    r["reason"] = e.what();
+  } catch (const CompileError& e) {
+    r["status"] = status::compile_error;
+    r["reason"] = e.what();
+    r["log"] = e.log;
+  } catch (const CudaError& e) {
+    r["status"] = status::runtime_error;
+    r["reason"] = e.what();
+    // A sticky error leaves the context unusable: the caller must stop (records so far are on disk).
+    const cudaError_t sticky = cudaDeviceSynchronize();
+    if (sticky != cudaSuccess) {
+      r["context_lost"] = true;
+    }
+  }
+  return r;
+}
+
+}  // namespace convtune

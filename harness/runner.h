@@ -1,0 +1,56 @@
+// Runs one candidate on one problem: can_implement -> prepare (JIT) -> verify on fresh random inputs
+// against the float64 reference -> time -> verify again -> one record. Failures become statuses.
+#pragma once
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/cuda_raii.h"
+#include "harness/device.h"
+#include "harness/jit.h"
+#include "harness/measure.h"
+#include "harness/variant.h"
+
+namespace convtune {
+
+using json = nlohmann::json;
+
+// Device buffers for one problem, reused by every candidate of that problem.
+struct ProblemBuffers {
+  Problem problem;
+  std::vector<DeviceArray<float>> operands;
+  DeviceArray<double> reference;
+  Operands pointers() const;
+};
+
+class Runner {
+ public:
+  Runner(DeviceInfo dev, Ceilings ceilings, MeasureOptions options, JitCache& jit, uint64_t seed);
+
+  // Always returns a record; never throws for a candidate's own failure. A record with
+  // "context_lost": true means a sticky CUDA error: the process must stop (issue: worker processes).
+  json run(const Variant& v, const Problem& p, const Config& c);
+  // The record's fields that do not need a GPU (problem, candidate, cost model, status skipped...).
+  static json skeleton(const Variant& v, const Problem& p, const Config& c, const Ceilings& ceilings);
+
+  const DeviceInfo& device() const { return dev_; }
+  const Ceilings& ceilings() const { return ceilings_; }
+
+ private:
+  ProblemBuffers& buffers_for(const Problem& p);
+  json verify(const Variant& v, const Config& c, Plan& plan, ProblemBuffers& b, bool fresh_inputs);
+
+  DeviceInfo dev_;
+  Ceilings ceilings_;
+  JitCache& jit_;
+  uint64_t seed_;
+  Stream stream_;
+  Timer timer_;
+  std::unique_ptr<ProblemBuffers> buffers_;
+};
+
+// Fails with InputError naming the problem when its buffers cannot fit in the device's memory.
+void check_fits(const Problem& p, const DeviceInfo& dev, const std::string& where);
+
+}  // namespace convtune

@@ -1,0 +1,29 @@
+// Choosing the best candidate per problem from a run's records.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace convtune {
+
+using json = nlohmann::json;
+
+struct Choice {
+  std::string problem_key;
+  json best;                  // the chosen record
+  std::vector<json> ties;     // other candidates within measurement noise of the fastest
+  json runner_up;             // fastest ok record of another variant (null if none)
+  double margin = 0;          // runner_up time / best time - 1
+  std::map<std::string, json> best_per_variant;  // variant -> its fastest ok record
+};
+
+// Two medians differ beyond noise when their gap exceeds this relative amount: the larger of 1% and
+// three times the combined relative standard errors.
+double noise_threshold(const json& a, const json& b);
+// Per problem: the fastest ok record, then among those within noise of it the simplest (lowest
+// complexity, then fastest). Records of any other status are never chosen.
+std::vector<Choice> select_best(const std::vector<json>& records);
+
+}  // namespace convtune

@@ -1,0 +1,111 @@
+// The variant interface: one strategy for one family, with its parameter space, constraints, cost
+// model and a prepare step that returns a runnable plan. Modelled on CUTLASS's Operation.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/device.h"
+#include "harness/jit.h"
+#include "harness/params.h"
+#include "harness/problem.h"
+
+namespace convtune {
+
+using json = nlohmann::json;
+
+// Why a candidate cannot run: ok, or a reason that is recorded as "skipped: <reason>".
+struct Status {
+  bool ok = true;
+  std::string reason;
+  static Status yes() { return {}; }
+  static Status no(std::string why) { return {false, std::move(why)}; }
+  explicit operator bool() const { return ok; }
+};
+
+struct Cost {
+  double flops = 0;          // direct-equivalent: 2 * taps * outputs
+  double flops_variant = 0;  // what this variant actually computes (differs for FFT, im2col...)
+  double bytes_min = 0;      // each input read once, the output written once
+  double bytes_model = 0;    // this variant's own modelled DRAM/L2 traffic (halo re-reads and so on)
+  json to_json() const;
+};
+
+// Accepted error of a method against the float64 reference.
+struct Tolerance {
+  double rel_l2 = 1e-5;  // ||out - ref|| / ||ref||
+  double max_rel = 1e-4;  // max |out - ref| / max |ref|
+  json to_json() const { return {{"rel_l2", rel_l2}, {"max_rel", max_rel}}; }
+};
+constexpr Tolerance kDirectFp32Tolerance{1e-5, 1e-4};
+constexpr Tolerance kSpectralFp32Tolerance{1e-4, 1e-3};
+
+// Device pointers to a problem's operands, in Problem::operands() order (inputs, then the output).
+struct Operands {
+  std::vector<float*> data;
+  float* output() const { return data.back(); }
+};
+
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  // Called after the inputs change and before run: weight preparation that an application does once
+  // per filter (constant-memory upload, the filter's spectrum) happens here, outside the timed region.
+  virtual void bind(const Operands& ops, cudaStream_t stream) = 0;
+  // The timed operation. Must write every output element.
+  virtual void run(cudaStream_t stream) = 0;
+  virtual KernelAttributes attributes() const { return {}; }
+  virtual size_t workspace_bytes() const { return 0; }
+};
+
+class Variant {
+ public:
+  virtual ~Variant() = default;
+  virtual std::string name() const = 0;  // "<family>.<strategy>"
+  virtual Family family() const = 0;
+  virtual std::string summary() const = 0;
+  virtual bool library() const { return false; }  // a library baseline (cuDNN, cuFFT)
+  // The tunables for this problem on this device (the space may depend on both, e.g. radius limits).
+  virtual ParamSpace space(const Problem& p, const DeviceInfo& dev) const = 0;
+  virtual Status can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const = 0;
+  virtual Cost cost(const Problem& p, const Config& c) const = 0;
+  virtual Tolerance tolerance(const Config&) const { return kDirectFp32Tolerance; }
+  // The NVRTC programs this config needs (CPU tests compile them all without a GPU).
+  virtual std::vector<JitProgram> programs(const Problem&, const Config&) const { return {}; }
+  virtual std::unique_ptr<Plan> prepare(const Problem& p, const Config& c, const DeviceInfo& dev,
+                                        JitCache& jit) const = 0;
+  // Lower is simpler / more general: the tie-break between candidates within noise of each other.
+  virtual int complexity() const { return 5; }
+};
+
+class Registry {
+ public:
+  static Registry& instance();
+  void add(std::unique_ptr<Variant> v);
+  const Variant* find(const std::string& name) const;
+  const Variant& get(const std::string& name) const;  // throws InputError listing the known names
+  std::vector<const Variant*> all() const;
+  std::vector<const Variant*> of_family(Family f) const;
+  // Names matching a glob ("conv2d.*", "*.cudnn"); throws InputError when nothing matches.
+  std::vector<const Variant*> match(const std::string& pattern) const;
+  std::string names_joined() const;
+
+ private:
+  std::vector<std::unique_ptr<Variant>> variants_;
+};
+
+bool glob_match(const std::string& pattern, const std::string& text);
+
+// One line per variant: CONVTUNE_REGISTER_VARIANT(Conv2dNaive);
+#define CONVTUNE_REGISTER_VARIANT(Type)                                   \
+  static const bool convtune_registered_##Type = [] {                     \
+    ::convtune::Registry::instance().add(std::make_unique<Type>());       \
+    return true;                                                          \
+  }()
+
+}  // namespace convtune

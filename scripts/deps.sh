@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what convtune needs and is missing. `deps.sh build`: the C++ toolchain and libraries;
+# `deps.sh test`: those plus the Python packages of the plots and their tests. Installs only as root
+# (apt-get, pip); otherwise prints the exact commands and fails. Where everything is present (the GPU
+# machine), it installs nothing.
+set -euo pipefail
+what=${1:-build}
+
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+command -v nvcc >/dev/null 2>&1 || { echo "deps: the CUDA toolkit (nvcc, NVRTC, cuFFT, cuBLAS) is required: install CUDA 12.4+ and put nvcc on PATH" >&2; exit 1; }
+
+apt_missing=()
+have_header() { [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ]; }
+command -v cmake >/dev/null 2>&1 || apt_missing+=(cmake)
+command -v ninja >/dev/null 2>&1 || apt_missing+=(ninja-build)
+have_header nlohmann/json.hpp || apt_missing+=(nlohmann-json3-dev)
+have_header CLI/CLI.hpp || apt_missing+=(libcli11-dev)
+have_header gtest/gtest.h || apt_missing+=(libgtest-dev)
+have_header benchmark/benchmark.h || apt_missing+=(libbenchmark-dev)
+have_header cudnn.h || [ -e /usr/local/cuda/include/cudnn.h ] || apt_missing+=(cudnn9-cuda-13)
+
+pip_missing=()
+if [ "$what" = test ]; then
+  python3 -c "import matplotlib" 2>/dev/null || pip_missing+=(matplotlib)
+  python3 -c "import numpy" 2>/dev/null || pip_missing+=(numpy)
+  python3 -c "import pytest" 2>/dev/null || pip_missing+=(pytest)
+fi
+
+if [ ${#apt_missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "deps: installing ${apt_missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_missing[@]}" >/dev/null
+  else
+    echo "deps: missing ${apt_missing[*]}; run: sudo apt-get install -y ${apt_missing[*]}" >&2
+    exit 1
+  fi
+fi
+if [ ${#pip_missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] || [ -n "${VIRTUAL_ENV:-}" ]; then
+    echo "deps: installing Python packages ${pip_missing[*]}"
+    python3 -m pip install -q "${pip_missing[@]}" 2>/dev/null ||
+      python3 -m pip install -q --break-system-packages "${pip_missing[@]}"
+  else
+    echo "deps: missing Python packages ${pip_missing[*]}; run: python3 -m pip install --user ${pip_missing[*]}" >&2
+    exit 1
+  fi
+fi
+exit 0

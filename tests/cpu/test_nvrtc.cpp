@@ -1,0 +1,87 @@
+// Every JIT kernel compiles with NVRTC for sm_90 over its space: every config at one radius, every
+// radius 0..16 for each variant's first config, and a spread of configs at the extreme radii.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "harness/error.h"
+#include "harness/variant.h"
+
+using namespace convtune;
+
+namespace {
+
+std::vector<JitProgram> programs_to_compile() {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  std::vector<JitProgram> out;
+  std::set<std::string> seen;
+  auto add = [&](const Variant& v, const Problem& p, const Config& c) {
+    if (!v.can_implement(p, c, dev)) return;
+    for (auto& prog : v.programs(p, c))
+      if (seen.insert(prog.describe()).second) out.push_back(prog);
+  };
+  for (const Variant* v : Registry::instance().all()) {
+    for (int r = 0; r <= 16; ++r) {
+      Problem p = Problem::from_json({{"family", "conv2d"}, {"h", 1000}, {"w", 999}, {"r", r}});
+      if (v->family() != p.family) continue;
+      const auto configs = v->space(p, dev).enumerate();
+      if (r == 3) {
+        for (const auto& c : configs) add(*v, p, c);
+      } else if (r == 0 || r == 1 || r == 8 || r == 16) {
+        for (size_t i = 0; i < configs.size(); i += 7) add(*v, p, configs[i]);
+      } else {
+        for (const auto& c : configs)
+          if (v->can_implement(p, c, dev)) {
+            add(*v, p, c);
+            break;
+          }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Nvrtc, EveryKernelCompilesForSm90) {
+  const auto programs = programs_to_compile();
+  ASSERT_GT(programs.size(), 100u);
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  std::vector<std::thread> pool;
+  const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < programs.size();) {
+        try {
+          const auto cubin = nvrtc_compile(programs[i], "sm_90");
+          if (cubin.size() < 256) throw std::runtime_error("suspiciously small cubin");
+        } catch (const CompileError& e) {
+          std::lock_guard<std::mutex> lock(mu);
+          failures.push_back(std::string(e.what()) + "\n" + e.log);
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lock(mu);
+          failures.push_back(programs[i].describe() + ": " + e.what());
+        }
+      }
+    });
+  for (auto& th : pool) th.join();
+  for (const auto& f : failures) ADD_FAILURE() << f;
+  std::printf("compiled %zu programs\n", programs.size());
+}
+
+TEST(Nvrtc, ACompileErrorCarriesTheLog) {
+  // An empty block size leaves `* BLOCK_Y` with no left operand: a syntax error.
+  JitProgram bad{"conv2d_constant.cuh", {"-DRADIUS=2", "-DBLOCK_X=", "-DBLOCK_Y=4"}};
+  try {
+    nvrtc_compile(bad, "sm_90");
+    FAIL() << "compiled a broken program";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("conv2d_constant.cuh"), std::string::npos);
+    EXPECT_FALSE(e.log.empty());
+  }
+}

@@ -1,0 +1,93 @@
+#include <gtest/gtest.h>
+
+#include "harness/error.h"
+#include "harness/params.h"
+#include "harness/problem.h"
+
+using namespace convtune;
+
+TEST(Problem, ParsesValidatesAndNamesItself) {
+  const Problem p = Problem::from_json({{"family", "conv2d"}, {"h", 7}, {"w", 13}, {"r", 2}});
+  EXPECT_EQ(p.key(), "conv2d/h=7,r=2,w=13");
+  const auto ops = p.operands();
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_EQ(ops[0].elements, 7 * 13);
+  EXPECT_EQ(ops[1].elements, 25);
+  EXPECT_EQ(ops[2].elements, 7 * 13);
+  EXPECT_DOUBLE_EQ(p.direct_flops(), 2.0 * 25 * 7 * 13);
+  EXPECT_DOUBLE_EQ(p.min_bytes(), 4.0 * (7 * 13 * 2 + 25));
+  EXPECT_EQ(Problem::from_json(p.to_json()), p);
+}
+
+TEST(Problem, ErrorsNameTheFieldAndTheAllowedValues) {
+  try {
+    Problem::from_json({{"family", "conv3d"}, {"h", 7}});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("conv3d"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("conv2d, conv1d"), std::string::npos);
+  }
+  try {
+    Problem::from_json({{"family", "conv2d"}, {"h", 7}, {"w", 7}, {"r", 99}}, "spec.problems[0]");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("spec.problems[0].r"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("0..32"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Problem::from_json({{"family", "conv2d"}, {"h", 7}, {"w", 7}}), InputError);             // no r
+  EXPECT_THROW(Problem::from_json({{"family", "conv2d"}, {"h", 7}, {"w", 7}, {"r", 1}, {"q", 1}}), InputError);
+  EXPECT_THROW(Problem::from_json({{"family", "conv2d"}, {"h", "7"}, {"w", 7}, {"r", 1}}), InputError);
+}
+
+TEST(Problem, DefaultsAndOtherFamilies) {
+  const Problem p = Problem::from_json({{"family", "conv1d"}, {"n", 100}, {"m", 7}});
+  EXPECT_EQ(p.at("mode"), 1);  // full by default
+  EXPECT_EQ(p.output_elements(), 106);
+  const Problem v = Problem::from_json({{"family", "conv1d"}, {"n", 100}, {"m", 7}, {"mode", 0}});
+  EXPECT_EQ(v.output_elements(), 94);
+  EXPECT_DOUBLE_EQ(v.direct_flops(), 2.0 * 94 * 7);
+  const Problem layer = Problem::from_json(
+      {{"family", "layer_fwd"}, {"n", 2}, {"c", 3}, {"h", 8}, {"w", 8}, {"k", 4}, {"r", 3}, {"s", 3}, {"pad", 1}});
+  EXPECT_EQ(layer.output_elements(), 2 * 4 * 8 * 8);
+  EXPECT_DOUBLE_EQ(layer.direct_flops(), 2.0 * (2 * 4 * 8 * 8) * (3 * 3 * 3));
+}
+
+TEST(Params, EnumeratesTheProductInAFixedOrder) {
+  ParamSpace s;
+  s.add("a", "", {1, 2}).add("b", "", {"x", "y", "z"});
+  const auto all = s.enumerate();
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(all[0], json({{"a", 1}, {"b", "x"}}));
+  EXPECT_EQ(all[1], json({{"a", 1}, {"b", "y"}}));
+  EXPECT_EQ(all[5], json({{"a", 2}, {"b", "z"}}));
+  EXPECT_EQ(config_string(all[4]), "a=2,b=y");
+}
+
+TEST(Params, RestrictionsAreCheckedWithClearErrors) {
+  ParamSpace s;
+  s.add("tile", "", {8, 16}).add("dir", "", {"x", "y"});
+  EXPECT_EQ(s.restricted({{"tile", 64}}, "p").size(), 2u);  // values beyond the list are reachable
+  EXPECT_EQ(s.restricted({{"dir", {"y"}}}, "p").size(), 2u);
+  try {
+    s.restricted({{"tiles", 8}}, "spec.params.v");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("spec.params.v.tiles"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("tile, dir"), std::string::npos);
+  }
+  EXPECT_THROW(s.restricted({{"dir", "q"}}, "p"), InputError);
+  EXPECT_THROW(s.restricted({{"tile", "8"}}, "p"), InputError);
+  EXPECT_THROW(s.restricted({{"tile", json::array()}}, "p"), InputError);
+}
+
+TEST(Params, ParsesCommandLineConfigs) {
+  const Config c = parse_config("tile_x=32,dir=y", "--config");
+  EXPECT_EQ(c["tile_x"], 32);
+  EXPECT_EQ(c["dir"], "y");
+  EXPECT_THROW(parse_config("tile_x", "--config"), InputError);
+  ParamSpace s;
+  s.add("tile_x", "", {16, 32}).add("dir", "", {"x", "y"});
+  EXPECT_NO_THROW(s.check_config(c, "--config"));
+  EXPECT_THROW(s.check_config(parse_config("tile_x=32", "c"), "--config"), InputError);             // missing
+  EXPECT_THROW(s.check_config(parse_config("tile_x=32,dir=y,q=1", "c"), "--config"), InputError);   // unknown
+}

@@ -1,0 +1,48 @@
+// Shared machinery of the conv2d variants whose kernels are compiled with NVRTC: the radius and the
+// config become compile-time defines, the kernel is always `conv2d_kernel(in, filter, out, h, w)`,
+// and the filter goes to constant memory in bind() when the kernel declares `c_filter`.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "harness/variant.h"
+
+namespace convtune {
+
+constexpr int kMaxDirectRadius = 16;
+
+struct LaunchShape {
+  dim3 grid, block;
+  int dynamic_smem = 0;
+  int static_smem = 0;  // what the kernel declares, for can_implement (counted before compiling)
+};
+
+class JitConv2dVariant : public Variant {
+ public:
+  Family family() const override { return Family::conv2d; }
+  Status can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
+  std::vector<JitProgram> programs(const Problem& p, const Config& c) const override;
+  std::unique_ptr<Plan> prepare(const Problem& p, const Config& c, const DeviceInfo& dev,
+                                JitCache& jit) const override;
+
+ protected:
+  virtual std::string source() const = 0;
+  // -D options beyond RADIUS, from the config (and the problem where a define depends on it).
+  virtual std::vector<std::string> defines(const Conv2d& p, const Config& c) const = 0;
+  virtual LaunchShape launch_shape(const Conv2d& p, const Config& c) const = 0;
+  virtual bool constant_filter() const { return true; }
+  virtual Status constraints(const Conv2d&, const Config&, const DeviceInfo&) const { return Status::yes(); }
+};
+
+// The usual block-shape parameters and the sizes the tuner should try.
+inline std::vector<json> values(std::initializer_list<int> v) { return std::vector<json>(v.begin(), v.end()); }
+int cfg_int(const Config& c, const char* name);
+std::string define(const char* name, int64_t value);
+unsigned ceil_div(int64_t a, int64_t b);
+
+// Global loads + stores a tiled kernel issues: per block, `tile_loads` input elements, plus the outputs.
+double tiled_bytes(const Conv2d& p, int64_t tile_x, int64_t tile_y, double loads_per_block);
+// Over a tile of b threads in one dimension, how many (thread, tap) pairs land inside the tile.
+int64_t taps_inside_tile(int64_t b, int64_t r);
+
+}  // namespace convtune
