@@ -185,10 +185,63 @@ int cmd_best(const std::string& folder, bool as_json) {
   return 0;
 }
 
-int cmd_sweep(const std::string& spec_path, bool dry_run, const std::string& resume, const std::string& results,
-              bool hot, uint64_t seed, const std::vector<std::string>& argv) {
+int cmd_compare(const std::string& a, const std::string& b, bool as_json) {
+  auto load = [](const std::string& folder) {
+    auto read = read_records(std::filesystem::path(folder) / "records.jsonl");
+    for (const auto& p : read.problems) std::cerr << "warning: skipping unreadable record " << p << "\n";
+    std::map<std::string, Choice> by_key;
+    for (auto& c : select_best(read.records)) by_key[c.problem_key] = c;
+    return by_key;
+  };
+  const auto ra = load(a), rb = load(b);
+  json out = json::array();
+  for (const auto& [key, ca] : ra) {
+    auto it = rb.find(key);
+    if (it == rb.end()) continue;
+    const json& x = ca.best;
+    const json& y = it->second.best;
+    const double ta = x["time"]["median_ms"].get<double>(), tb = y["time"]["median_ms"].get<double>();
+    const double noise = noise_threshold(x, y);
+    const std::string verdict = std::abs(tb / ta - 1.0) <= noise ? "same within noise" : tb < ta ? "b faster" : "a faster";
+    out.push_back({{"problem", key}, {"a", x["candidate"]}, {"b", y["candidate"]}, {"a_ms", ta}, {"b_ms", tb},
+                   {"speedup_b_over_a", ta / tb}, {"noise", noise}, {"verdict", verdict}});
+  }
+  if (out.empty()) {
+    std::cerr << "convtune: the two runs share no problem with ok records\n";
+    return 1;
+  }
+  if (as_json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << std::left << std::setw(28) << "problem" << std::right << std::setw(10) << "a ms" << std::setw(10)
+            << "b ms" << std::setw(9) << "a/b" << "  verdict (noise band)\n";
+  for (const auto& r : out)
+    std::cout << std::left << std::setw(28) << r["problem"].get<std::string>() << std::right << std::setw(10)
+              << fixed(r["a_ms"].get<double>(), 4) << std::setw(10) << fixed(r["b_ms"].get<double>(), 4) << std::setw(9)
+              << fixed(r["speedup_b_over_a"].get<double>(), 3) << "  " << r["verdict"].get<std::string>() << " (+-"
+              << fixed(100 * r["noise"].get<double>(), 1) << "%)\n";
+  return 0;
+}
+
+struct SweepFlags {
+  bool dry_run = false, hot = false, in_process = false, quiet = false;
+  std::string resume, results = "results", worker_for;
+  uint64_t seed = 0;
+};
+
+int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vector<std::string>& argv) {
   SweepSpec spec = SweepSpec::load(spec_path);
-  if (hot) spec.measure.cold = false;
+  if (f.hot) spec.measure.cold = false;
+  SweepOptions opt;
+  opt.results_root = f.results;
+  opt.resume = f.resume;
+  opt.seed = f.seed;
+  opt.isolate = !f.in_process;
+  opt.quiet = f.quiet;
+  opt.spec_path = spec_path;
+  if (!f.worker_for.empty()) return run_sweep_worker(spec, f.worker_for, opt, argv, std::cerr);
+  const bool dry_run = f.dry_run;
   if (dry_run) {
     const DeviceInfo dev = DeviceInfo::count() > 0 ? DeviceInfo::query(0) : DeviceInfo::offline_sm90();
     const SweepPlan plan = make_plan(spec, dev);
@@ -216,10 +269,6 @@ int cmd_sweep(const std::string& spec_path, bool dry_run, const std::string& res
               << " min of measurement, plus kernel compilation (cached after the first run)\n";
     return 0;
   }
-  SweepOptions opt;
-  opt.results_root = results;
-  opt.resume = resume;
-  opt.seed = seed;
   const SweepResult r = run_sweep(spec, opt, argv, std::cerr);
   std::cerr << "records: " << (r.folder / "records.jsonl").string() << "  counts: " << r.counts.dump() << "\n";
   if (r.context_lost) return 1;
@@ -240,7 +289,7 @@ int main(int argc, char** argv) {
   devices->add_flag("--json", as_json, "print JSON");
   devices->add_flag("--no-ceilings", no_ceilings, "skip measuring copy bandwidth and FP32 rate");
 
-  std::string family, problem, variant, config, spec_path, resume, results = "results", folder;
+  std::string family, problem, variant, config, spec_path, folder;
   auto* list = app.add_subcommand("list", "variants and their parameter spaces (works without a GPU)");
   list->add_option("--family", family, "only this family");
   list->add_option("--problem", problem, "show how many configs fit this problem, e.g. conv2d:h=8192,w=8192,r=3");
@@ -256,18 +305,27 @@ int main(int argc, char** argv) {
   run->add_flag("--hot", hot, "do not flush L2 before each sample");
   run->add_option("--time-cap", time_cap, "seconds of sampling at most")->check(CLI::PositiveNumber);
 
-  bool dry_run = false;
+  SweepFlags sf;
   auto* sweep = app.add_subcommand("sweep", "run a sweep spec; records go to results/<device>/<spec>-<time>/");
   sweep->add_option("spec", spec_path, "sweep spec (sweeps/*.json)")->required();
-  sweep->add_flag("--dry-run", dry_run, "print the plan (candidates, skipped points with reasons) and stop");
-  sweep->add_option("--resume", resume, "finish an interrupted run folder");
-  sweep->add_option("--results", results, "root folder for run folders");
-  sweep->add_flag("--hot", hot, "do not flush L2 before each sample");
-  sweep->add_option("--seed", seed, "seed of the random inputs (default: from the clock)");
+  sweep->add_flag("--dry-run", sf.dry_run, "print the plan (candidates, skipped points with reasons) and stop");
+  sweep->add_option("--resume", sf.resume, "finish an interrupted run folder");
+  sweep->add_option("--results", sf.results, "root folder for run folders");
+  sweep->add_flag("--hot", sf.hot, "do not flush L2 before each sample");
+  sweep->add_option("--seed", sf.seed, "seed of the random inputs (default: from the clock)");
+  sweep->add_flag("--in-process", sf.in_process, "no worker process: a crashing candidate ends the sweep");
+  sweep->add_flag("--quiet", sf.quiet, "no progress lines");
+  sweep->add_option("--worker-for", sf.worker_for, "internal: run as the supervised worker of this run folder");
 
   auto* best = app.add_subcommand("best", "best candidate per problem of a run folder");
   best->add_option("folder", folder, "run folder")->required();
   best->add_flag("--json", as_json, "print JSON");
+
+  std::string folder_b;
+  auto* compare = app.add_subcommand("compare", "per problem: time ratio of the best candidates of two runs, and whether it exceeds noise");
+  compare->add_option("a", folder, "run folder a")->required();
+  compare->add_option("b", folder_b, "run folder b")->required();
+  compare->add_flag("--json", as_json, "print JSON");
 
   try {
     app.parse(argc, argv);
@@ -286,8 +344,9 @@ int main(int argc, char** argv) {
     if (*devices) return cmd_devices(as_json, !no_ceilings);
     if (*list) return cmd_list(family, problem, as_json);
     if (*run) return cmd_run(variant, problem, config, hot, time_cap);
-    if (*sweep) return cmd_sweep(spec_path, dry_run, resume, results, hot, seed, args);
+    if (*sweep) return cmd_sweep(spec_path, sf, args);
     if (*best) return cmd_best(folder, as_json);
+    if (*compare) return cmd_compare(folder, folder_b, as_json);
   } catch (const InputError& e) {
     std::cerr << "convtune: " << e.what() << "\n";
     return kExitInputError;

@@ -137,13 +137,18 @@ SweepSpec SweepSpec::parse(const json& j) {
         if (!v.is_number_integer() || v.get<int64_t>() < 0)
           throw InputError("spec.budget.max_evaluations_per_problem: must be a non-negative integer (0 = no limit)");
         s.budget.max_evaluations_per_problem = v.get<int>();
+      } else if (k == "candidate_timeout_s") {
+        if (!v.is_number() || v.get<double>() <= 0)
+          throw InputError("spec.budget.candidate_timeout_s: must be a positive number of seconds");
+        s.budget.candidate_timeout_s = v.get<double>();
       } else if (k == "seconds_per_problem" || k == "seconds_total") {
         if (!v.is_number() || v.get<double>() < 0)
           throw InputError("spec.budget." + k + ": must be a non-negative number of seconds (0 = no limit)");
         (k == "seconds_total" ? s.budget.seconds_total : s.budget.seconds_per_problem) = v.get<double>();
       } else {
         throw InputError("spec.budget." + k +
-                         ": unknown field; allowed: max_evaluations_per_problem, seconds_per_problem, seconds_total");
+                         ": unknown field; allowed: max_evaluations_per_problem, seconds_per_problem, seconds_total, "
+                         "candidate_timeout_s");
       }
     }
   }

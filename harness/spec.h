@@ -6,7 +6,8 @@
 //   "variants": ["conv2d.*"],                       // names or globs
 //   "params": {"conv2d.register_tiled": {"px": [2, 4]}},  // restrict (or extend) a space
 //   "strategy": "exhaustive",
-//   "budget": {"max_evaluations_per_problem": 0, "seconds_per_problem": 0, "seconds_total": 0},  // 0 = none
+//   "budget": {"max_evaluations_per_problem": 0, "seconds_per_problem": 0, "seconds_total": 0,  // 0 = none
+//              "candidate_timeout_s": 60},  // a candidate running longer is killed: status timeout
 //   "measure": {"cold": true, "max_rel_stderr": 0.01, "time_cap_s": 1.0}
 // }
 // A dimension is a number, a list, {"range": [first, last, step]} or {"pow2": [first, last]}; a problem
@@ -29,6 +30,7 @@ struct Budget {
   int max_evaluations_per_problem = 0;  // 0: no limit
   double seconds_per_problem = 0;
   double seconds_total = 0;
+  double candidate_timeout_s = 60;
 };
 
 struct SweepSpec {

@@ -4,6 +4,10 @@
 #include <chrono>
 #include <csignal>
 #include <ctime>
+#include <cstring>
+#include <thread>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <fstream>
 #include <iomanip>
 #include <map>
@@ -122,30 +126,61 @@ void precompile(const SweepPlan& plan, JitCache& jit, int threads, std::ostream&
 
 }  // namespace
 
-SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const std::vector<std::string>& argv,
-                      std::ostream& log) {
+static std::filesystem::path inflight_path(const std::filesystem::path& folder) { return folder / "inflight.json"; }
+
+bool record_inflight(const std::filesystem::path& folder, const std::string& status_value, const std::string& reason) {
+  const auto path = inflight_path(folder);
+  if (!std::filesystem::exists(path)) return false;
+  json inflight;
+  try {
+    inflight = read_json(path);
+  } catch (const std::exception&) {
+    return false;  // torn while being written: nothing was running yet
+  }
+  std::filesystem::remove(path);
+  if (!inflight.contains("record")) return false;
+  json rec = inflight["record"];
+  std::set<std::string> done;
+  if (std::filesystem::exists(folder / "records.jsonl")) done = recorded_keys(read_records(folder / "records.jsonl").records);
+  if (done.count(record_key(rec))) return false;
+  rec["status"] = status_value;
+  rec["reason"] = reason;
+  RecordWriter(folder / "records.jsonl").append(rec);
+  return true;
+}
+
+json finalize_summary(const std::filesystem::path& folder, bool interrupted, const std::vector<std::string>& argv) {
+  json summary = read_json(folder / "summary.json");
+  std::map<std::string, int> counts;
+  if (std::filesystem::exists(folder / "records.jsonl"))
+    for (const auto& r : read_records(folder / "records.jsonl").records) counts[r["status"].get<std::string>()]++;
+  summary["counts"] = counts;
+  summary["argv"] = argv;
+  summary["interrupted"] = interrupted;
+  summary["finished"] = interrupted ? json(nullptr) : json(now_iso());
+  write_json_atomically(folder / "summary.json", summary);
+  return summary;
+}
+
+int run_sweep_worker(const SweepSpec& spec, const std::filesystem::path& folder, const SweepOptions& options,
+                     const std::vector<std::string>& argv, std::ostream& log) {
   require_gpu("convtune sweep");
   const DeviceInfo dev = DeviceInfo::query(0);
-  SweepPlan plan = make_plan(spec, dev);
+  const SweepPlan plan = make_plan(spec, dev);
+  std::filesystem::create_directories(folder);
 
-  SweepResult result;
   std::vector<json> earlier;
   json summary;
-  if (!options.resume.empty()) {
-    result.folder = options.resume;
-    const auto sp = result.folder / "summary.json";
-    summary = read_json(sp);
+  if (std::filesystem::exists(folder / "summary.json")) {
+    summary = read_json(folder / "summary.json");
     if (summary.value("device", json::object()).value("name", "") != dev.name)
-      throw InputError("--resume: " + result.folder.string() + " was recorded on '" +
-                       summary["device"].value("name", "?") + "', this GPU is '" + dev.name + "'");
-    if (std::filesystem::exists(result.folder / "records.jsonl")) {
-      auto read = read_records(result.folder / "records.jsonl");
-      for (const auto& p : read.problems) log << "warning: skipping unreadable record " << p << "\n";
-      earlier = std::move(read.records);
-    }
-  } else {
-    result.folder = options.results_root / dev.slug() / (spec.name + "-" + timestamp_compact());
-    std::filesystem::create_directories(result.folder);
+      throw InputError("--resume: " + folder.string() + " was recorded on '" + summary["device"].value("name", "?") +
+                       "', this GPU is '" + dev.name + "'");
+  }
+  if (std::filesystem::exists(folder / "records.jsonl")) {
+    auto read = read_records(folder / "records.jsonl");
+    for (const auto& p : read.problems) log << "warning: skipping unreadable record " << p << "\n";
+    earlier = std::move(read.records);
   }
   const std::set<std::string> done = recorded_keys(earlier);
 
@@ -156,75 +191,92 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const 
     if (!options.quiet) log << "measuring ceilings on " << dev.name << "...\n";
     ceilings = measure_ceilings(dev);
     summary = make_summary(spec, dev, ceilings, argv);
+    summary["finished"] = nullptr;
+    write_json_atomically(folder / "summary.json", summary);
+    if (!options.quiet)
+      log << dev.name << " (" << dev.arch() << ", " << dev.sms << " SMs, L2 " << dev.l2_bytes / (1 << 20)
+          << " MiB): copy " << std::fixed << std::setprecision(0) << ceilings.copy_gbps << " GB/s, FP32 "
+          << ceilings.fp32_gflops << " GFLOP/s\n" << std::defaultfloat;
   }
-  if (!options.quiet)
-    log << dev.name << " (" << dev.arch() << ", " << dev.sms << " SMs, L2 " << dev.l2_bytes / (1 << 20)
-        << " MiB): copy " << std::fixed << std::setprecision(0) << ceilings.copy_gbps << " GB/s, FP32 "
-        << ceilings.fp32_gflops << " GFLOP/s\n"
-        << "run folder: " << result.folder.string() << "\n";
-  summary["finished"] = nullptr;
-  write_json_atomically(result.folder / "summary.json", summary);
+
+  size_t todo = 0;
+  for (const auto& c : plan.candidates)
+    if (!done.count(c.problem.key() + " " + candidate_name(c.variant->name(), c.config))) ++todo;
+  if (todo == 0) return kWorkerExitDone;
 
   JitCache jit(options.jit_cache.empty() ? JitCache::default_dir() : options.jit_cache, dev.arch());
   precompile(plan, jit, options.compile_threads, log, options.quiet);
 
-  const uint64_t seed = options.seed ? options.seed : static_cast<uint64_t>(std::time(nullptr));
+  const uint64_t seed = options.seed ? options.seed : static_cast<uint64_t>(std::time(nullptr)) ^ (uint64_t(getpid()) << 32);
   Runner runner(dev, ceilings, spec.measure, jit, seed);
-  RecordWriter writer(result.folder / "records.jsonl");
+  RecordWriter writer(folder / "records.jsonl");
 
   g_stop_signal = 0;
   auto old_int = std::signal(SIGINT, on_stop_signal);
   auto old_term = std::signal(SIGTERM, on_stop_signal);
 
-  std::map<std::string, int> counts;
-  for (const auto& r : earlier) counts[r["status"].get<std::string>()]++;
-  size_t todo = 0;
-  for (const auto& c : plan.candidates)
-    if (!done.count(c.problem.key() + " " + candidate_name(c.variant->name(), c.config))) ++todo;
-
   const auto t_start = std::chrono::steady_clock::now();
   auto elapsed = [](auto since) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
   };
+  // Evaluations already recorded count against the budgets of their problem.
+  std::map<std::string, int> evals;
+  std::map<std::string, double> best_ms;
+  for (const auto& r : earlier) {
+    if (r["status"] != status::skipped) evals[r["problem_key"].get<std::string>()]++;
+    if (r["status"] == status::ok) {
+      const double ms = r["time"]["median_ms"].get<double>();
+      auto& b = best_ms[r["problem_key"].get<std::string>()];
+      b = b == 0 ? ms : std::min(b, ms);
+    }
+  }
   size_t finished = 0;
   std::string current_problem;
   auto t_problem = t_start;
-  int evals_in_problem = 0;
-  std::map<std::string, double> best_ms;
+  int exit_code = kWorkerExitDone;
   for (const auto& c : plan.candidates) {
-    if (g_stop_signal) break;
+    if (g_stop_signal) {
+      exit_code = kWorkerExitInterrupted;
+      break;
+    }
     const std::string key = c.problem.key();
     if (done.count(key + " " + candidate_name(c.variant->name(), c.config))) continue;
     if (key != current_problem) {
       current_problem = key;
       t_problem = std::chrono::steady_clock::now();
-      evals_in_problem = 0;
     }
     const bool over_budget =
-        (spec.budget.max_evaluations_per_problem > 0 && evals_in_problem >= spec.budget.max_evaluations_per_problem) ||
+        (spec.budget.max_evaluations_per_problem > 0 && evals[key] >= spec.budget.max_evaluations_per_problem) ||
         (spec.budget.seconds_per_problem > 0 && elapsed(t_problem) > spec.budget.seconds_per_problem) ||
         (spec.budget.seconds_total > 0 && elapsed(t_start) > spec.budget.seconds_total);
     if (over_budget && c.status.ok) {
       ++finished;
       continue;  // not recorded: a later run with a larger budget can resume it
     }
-    json rec = c.status.ok ? runner.run(*c.variant, c.problem, c.config)
-                           : Runner::skeleton(*c.variant, c.problem, c.config, ceilings);
-    if (!c.status.ok) {
+    json rec;
+    if (c.status.ok) {
+      json skeleton = Runner::skeleton(*c.variant, c.problem, c.config, ceilings);
+      skeleton["strategy"] = spec.strategy;
+      skeleton["eval_index"] = evals[key] + 1;
+      write_json_atomically(inflight_path(folder),
+                            {{"record", skeleton}, {"started_unix", std::time(nullptr)}, {"pid", getpid()}});
+      rec = runner.run(*c.variant, c.problem, c.config);
+      ++evals[key];
+    } else {
+      rec = Runner::skeleton(*c.variant, c.problem, c.config, ceilings);
       rec["status"] = status::skipped;
       rec["reason"] = c.status.reason;
-    } else {
-      ++evals_in_problem;
     }
     rec["strategy"] = spec.strategy;
-    rec["eval_index"] = evals_in_problem;
+    rec["eval_index"] = evals[key];
     writer.append(rec);
+    std::filesystem::remove(inflight_path(folder));
     ++finished;
     const std::string st = rec["status"].get<std::string>();
-    counts[st]++;
     if (st == status::ok) {
       const double ms = rec["time"]["median_ms"].get<double>();
-      if (!best_ms.count(key) || ms < best_ms[key]) best_ms[key] = ms;
+      auto& b = best_ms[key];
+      b = b == 0 ? ms : std::min(b, ms);
     }
     if (!options.quiet && (c.status.ok || finished == todo)) {
       const double el = elapsed(t_start);
@@ -238,22 +290,140 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const 
       log << "  ETA " << fmt_seconds(eta) << "\n";
     }
     if (rec.value("context_lost", false)) {
-      result.context_lost = true;
-      log << "error: the CUDA context is lost after " << rec["candidate"].get<std::string>()
-          << "; records so far are saved. Resume with: convtune sweep --resume " << result.folder.string() << "\n";
+      log << "the CUDA context is lost after " << rec["candidate"].get<std::string>() << "; a new worker goes on\n";
+      exit_code = kWorkerExitContextLost;
       break;
     }
   }
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
-  result.interrupted = g_stop_signal != 0;
-  result.counts = json(counts);
-  summary["counts"] = result.counts;
-  summary["finished"] = result.interrupted || result.context_lost ? json(nullptr) : json(now_iso());
-  summary["interrupted"] = result.interrupted;
-  summary["jit"] = {{"compiles", jit.compiles()}, {"cache_hits", jit.hits()}, {"compile_ms", jit.compile_ms()}};
-  summary["wall_s"] = elapsed(t_start);
-  write_json_atomically(result.folder / "summary.json", summary);
+  summary = read_json(folder / "summary.json");
+  json jit_totals = summary.value("jit", json{{"compiles", 0}, {"cache_hits", 0}, {"compile_ms", 0.0}});
+  jit_totals["compiles"] = jit_totals["compiles"].get<int>() + jit.compiles();
+  jit_totals["cache_hits"] = jit_totals["cache_hits"].get<int>() + jit.hits();
+  jit_totals["compile_ms"] = jit_totals["compile_ms"].get<double>() + jit.compile_ms();
+  summary["jit"] = jit_totals;
+  summary["measure_wall_s"] = summary.value("measure_wall_s", 0.0) + elapsed(t_start);
+  write_json_atomically(folder / "summary.json", summary);
+  return exit_code;
+}
+
+namespace {
+
+// Starts `argv` as a child process; returns its pid.
+pid_t spawn(const std::vector<std::string>& args) {
+  std::vector<char*> cargs;
+  for (const auto& a : args) cargs.push_back(const_cast<char*>(a.c_str()));
+  cargs.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("cannot fork a sweep worker");
+  if (pid == 0) {
+    execv("/proc/self/exe", cargs.data());
+    std::perror("convtune: cannot start the sweep worker");
+    _exit(127);
+  }
+  return pid;
+}
+
+std::string describe_exit(int wstatus) {
+  if (WIFSIGNALED(wstatus)) return std::string("the worker died of signal ") + strsignal(WTERMSIG(wstatus));
+  return "the worker exited with code " + std::to_string(WEXITSTATUS(wstatus));
+}
+
+}  // namespace
+
+SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const std::vector<std::string>& argv,
+                      std::ostream& log) {
+  require_gpu("convtune sweep");
+  SweepResult result;
+  if (!options.resume.empty()) {
+    result.folder = options.resume;
+    if (!std::filesystem::exists(result.folder / "summary.json"))
+      throw InputError("--resume: " + result.folder.string() + " is not a run folder (no summary.json)");
+    record_inflight(result.folder, status::runtime_error, "the sweep stopped while this candidate ran");
+  } else {
+    const DeviceInfo dev = DeviceInfo::query(0);
+    make_plan(spec, dev);  // bad shapes fail here, before a folder exists
+    result.folder = options.results_root / dev.slug() / (spec.name + "-" + timestamp_compact());
+    std::filesystem::create_directories(result.folder);
+  }
+  if (!options.quiet) log << "run folder: " << result.folder.string() << "\n";
+
+  if (!options.isolate) {
+    const int rc = run_sweep_worker(spec, result.folder, options, argv, log);
+    result.context_lost = rc == kWorkerExitContextLost;
+    result.interrupted = rc == kWorkerExitInterrupted;
+  } else {
+    std::vector<std::string> worker_args = {argv.empty() ? "convtune" : argv[0], "sweep", options.spec_path,
+                                            "--worker-for", result.folder.string()};
+    if (options.seed) worker_args.insert(worker_args.end(), {"--seed", std::to_string(options.seed)});
+    if (!spec.measure.cold) worker_args.push_back("--hot");
+    if (options.quiet) worker_args.push_back("--quiet");
+    // Ctrl-C reaches the worker through the terminal's process group: it stops after its candidate.
+    g_stop_signal = 0;
+    auto old_int = std::signal(SIGINT, on_stop_signal);
+    auto old_term = std::signal(SIGTERM, on_stop_signal);
+    int restarts = 0;
+    for (;;) {
+      const pid_t pid = spawn(worker_args);
+      int wstatus = 0;
+      bool timed_out = false, forwarded = false;
+      for (;;) {
+        const pid_t r = waitpid(pid, &wstatus, WNOHANG);
+        if (r == pid) break;
+        if (g_stop_signal && !forwarded) {
+          kill(pid, SIGINT);
+          forwarded = true;
+        }
+        std::error_code ec;
+        const auto inflight = inflight_path(result.folder);
+        if (std::filesystem::exists(inflight, ec)) {
+          try {
+            const json j = read_json(inflight);
+            const double ran = double(std::time(nullptr)) - j.value("started_unix", 0.0);
+            if (ran > spec.budget.candidate_timeout_s) {
+              kill(pid, SIGKILL);
+              waitpid(pid, &wstatus, 0);
+              timed_out = true;
+              break;
+            }
+          } catch (const std::exception&) {
+            // Being rewritten: look again next time.
+          }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      if (timed_out) {
+        char why[128];
+        std::snprintf(why, sizeof why, "killed after %.0f s (budget.candidate_timeout_s)", spec.budget.candidate_timeout_s);
+        record_inflight(result.folder, status::timeout, why);
+        log << "a candidate ran past " << spec.budget.candidate_timeout_s << " s: recorded as timeout\n";
+      } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kWorkerExitDone) {
+        break;
+      } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kWorkerExitInterrupted) {
+        result.interrupted = true;
+        break;
+      } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kWorkerExitContextLost) {
+        // The worker recorded the candidate itself.
+      } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 2) {
+        throw InputError("the sweep worker refused its input (see above)");
+      } else if (!record_inflight(result.folder, status::runtime_error, describe_exit(wstatus) + " while this candidate ran")) {
+        throw std::runtime_error(describe_exit(wstatus) + " outside any candidate; records so far are in " +
+                                 result.folder.string());
+      } else {
+        log << describe_exit(wstatus) << ": recorded as runtime_error, a new worker goes on\n";
+      }
+      if (g_stop_signal) {
+        result.interrupted = true;
+        break;
+      }
+      if (++restarts > 1000) throw std::runtime_error("the sweep worker failed more than 1000 times");
+    }
+    std::signal(SIGINT, old_int);
+    std::signal(SIGTERM, old_term);
+  }
+  const json summary = finalize_summary(result.folder, result.interrupted, argv);
+  result.counts = summary["counts"];
   return result;
 }
 

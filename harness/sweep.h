@@ -33,6 +33,8 @@ SweepPlan make_plan(const SweepSpec& spec, const DeviceInfo& dev);
 struct SweepOptions {
   std::filesystem::path results_root = "results";
   std::filesystem::path resume;  // an existing run folder to finish, or empty
+  bool isolate = true;           // run candidates in a supervised worker process
+  std::string spec_path;         // for the worker's command line
   std::filesystem::path jit_cache = {};  // empty: JitCache::default_dir()
   int compile_threads = 0;               // 0: one per core
   uint64_t seed = 0;                     // 0: from the clock
@@ -48,8 +50,29 @@ struct SweepResult {
 
 // Runs the sweep on the current GPU. Records are appended and flushed one by one; SIGINT/SIGTERM stop
 // it after the current candidate with a valid folder. Progress goes to `log`.
+//
+// With options.isolate (the default) the candidates run in a worker process (`convtune sweep
+// --worker-for <folder>`) that this process supervises: a candidate that crashes the worker or poisons
+// its CUDA context is recorded as runtime_error, one that runs past the candidate timeout is killed and
+// recorded as timeout, and a fresh worker resumes with the next candidate.
 SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const std::vector<std::string>& argv,
                       std::ostream& log);
+
+// The worker's side: runs the candidates of `folder` that have no record yet. Before each one it
+// writes <folder>/inflight.json (the candidate's record skeleton and its start time), so that the
+// supervisor can record a crash or a timeout. Returns the process exit code (see kWorkerExit*).
+int run_sweep_worker(const SweepSpec& spec, const std::filesystem::path& folder, const SweepOptions& options,
+                     const std::vector<std::string>& argv, std::ostream& log);
+constexpr int kWorkerExitDone = 0;
+constexpr int kWorkerExitContextLost = 3;
+constexpr int kWorkerExitInterrupted = 130;
+
+// After a worker died: if inflight.json names a candidate with no record, append its record with
+// `status` and `reason`. Returns whether a record was written.
+bool record_inflight(const std::filesystem::path& folder, const std::string& status, const std::string& reason);
+
+// Rewrites summary.json's counts and finish time from the records on disk.
+json finalize_summary(const std::filesystem::path& folder, bool interrupted, const std::vector<std::string>& argv);
 
 // summary.json of a run folder: schema, argv, git sha, device block, ceilings, spec, counts.
 json make_summary(const SweepSpec& spec, const DeviceInfo& dev, const Ceilings& ceilings,

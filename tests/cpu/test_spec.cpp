@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/error.h"
+#include "harness/spec.h"
+#include "harness/sweep.h"
+
+using namespace convtune;
+
+namespace {
+
+std::string error_of(const json& j) {
+  try {
+    SweepSpec::parse(j);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+json minimal() {
+  return {{"name", "t"}, {"problems", {{{"family", "conv2d"}, {"h", 64}, {"w", 64}, {"r", 1}}}}};
+}
+
+}  // namespace
+
+TEST(Spec, ExpandsGridsIntoProblems) {
+  json j = minimal();
+  j["problems"] = {{{"family", "conv2d"}, {"h", {{"pow2", {100, 1000}}}}, {"w", {7, 9}}, {"r", {{"range", {1, 5, 2}}}}}};
+  const SweepSpec s = SweepSpec::parse(j);
+  // h in {128, 256, 512}, w in {7, 9}, r in {1, 3, 5}
+  ASSERT_EQ(s.problems.size(), 18u);
+  EXPECT_EQ(s.problems.front().key(), "conv2d/h=128,r=1,w=7");
+  EXPECT_EQ(s.problems.back().key(), "conv2d/h=512,r=5,w=9");
+  EXPECT_EQ(s.strategy, "exhaustive");
+  EXPECT_TRUE(s.measure.cold);
+}
+
+TEST(Spec, VariantsAndParamsAreResolved) {
+  json j = minimal();
+  j["variants"] = {"conv2d.constant", "conv2d.tiled*"};
+  j["params"] = {{"conv2d.constant", {{"block_x", {32}}, {"block_y", 4}}}};
+  const SweepSpec s = SweepSpec::parse(j);
+  const auto vs = s.variants_for(s.problems[0]);
+  ASSERT_EQ(vs.size(), 3u);
+  EXPECT_EQ(vs[0]->name(), "conv2d.constant");
+  const auto space = s.space_for(*vs[0], s.problems[0], DeviceInfo::offline_sm90());
+  EXPECT_EQ(space.size(), 1u);
+}
+
+TEST(Spec, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
+  json j = minimal();
+  j.erase("name");
+  EXPECT_NE(error_of(j).find("spec.name"), std::string::npos);
+
+  j = minimal();
+  j["name"] = "a b";
+  EXPECT_NE(error_of(j).find("spec.name"), std::string::npos);
+
+  j = minimal();
+  j["problemz"] = 1;
+  EXPECT_NE(error_of(j).find("spec.problemz: unknown field; allowed: name"), std::string::npos) << error_of(j);
+
+  j = minimal();
+  j["problems"][0]["r"] = 40;
+  EXPECT_NE(error_of(j).find("spec.problems[0].r: 40 is out of range; allowed 0..32"), std::string::npos) << error_of(j);
+
+  j = minimal();
+  j["problems"][0]["family"] = "conv9d";
+  EXPECT_NE(error_of(j).find("unknown family 'conv9d'; allowed: conv2d"), std::string::npos) << error_of(j);
+
+  j = minimal();
+  j["problems"][0]["h"] = {{"range", {5, 1}}};
+  EXPECT_NE(error_of(j).find("spec.problems[0].h.range"), std::string::npos) << error_of(j);
+
+  j = minimal();
+  j["variants"] = {"conv2d.nope"};
+  EXPECT_NE(error_of(j).find("spec.variants[0]: no variant matches 'conv2d.nope'; allowed: "), std::string::npos)
+      << error_of(j);
+
+  j = minimal();
+  j["params"] = {{"conv2d.constant", {{"tile", {8}}}}};
+  EXPECT_NE(error_of(j).find("spec.params.conv2d.constant.tile: unknown parameter; allowed: block_x, block_y"),
+            std::string::npos)
+      << error_of(j);
+
+  j = minimal();
+  j["strategy"] = "magic";
+  EXPECT_NE(error_of(j).find("spec.strategy"), std::string::npos);
+
+  j = minimal();
+  j["measure"] = {{"time_cap_s", -1}};
+  EXPECT_NE(error_of(j).find("spec.measure.time_cap_s"), std::string::npos);
+
+  j = minimal();
+  j["budget"] = {{"seconds", 1}};
+  EXPECT_NE(error_of(j).find("spec.budget.seconds: unknown field"), std::string::npos);
+}
+
+TEST(Spec, ShippedSpecsParse) {
+  for (const char* name : {"default", "quick", "conv2d"}) {
+    const auto path = std::filesystem::path(CONVTUNE_SOURCE_DIR) / "sweeps" / (std::string(name) + ".json");
+    SweepSpec s;
+    ASSERT_NO_THROW(s = SweepSpec::load(path.string())) << path;
+    EXPECT_EQ(s.name, name);
+    const SweepPlan plan = make_plan(s, DeviceInfo::offline_sm90());
+    EXPECT_GT(plan.runnable(), 0u) << name;
+  }
+  EXPECT_THROW(SweepSpec::load("/nonexistent.json"), InputError);
+}
+
+TEST(Spec, TooLargeForTheDeviceIsAnInputError) {
+  json j = minimal();
+  j["problems"][0]["h"] = 65536;
+  j["problems"][0]["w"] = 65536;
+  DeviceInfo small = DeviceInfo::offline_sm90();
+  small.global_mem_bytes = int64_t(16) << 30;
+  const SweepSpec s = SweepSpec::parse(j);
+  try {
+    make_plan(s, small);
+    FAIL() << "planned a problem that cannot fit";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("GiB of device memory"), std::string::npos) << e.what();
+  }
+}

@@ -1,0 +1,85 @@
+// The conv2d variants without a GPU: spaces, constraints with reasons, cost models checked against the
+// seeds' formulas by hand, and the CPU reference.
+#include <gtest/gtest.h>
+
+#include "harness/reference.h"
+#include "harness/variant.h"
+
+using namespace convtune;
+
+namespace {
+
+Problem conv2d(int64_t h, int64_t w, int64_t r) {
+  return Problem::from_json({{"family", "conv2d"}, {"h", h}, {"w", w}, {"r", r}});
+}
+const Variant& get(const char* n) { return Registry::instance().get(n); }
+
+}  // namespace
+
+TEST(Variants, TheSeedStrategiesAndBaselinesAreRegistered) {
+  for (const char* n : {"conv2d.naive", "conv2d.constant", "conv2d.coarsened", "conv2d.tiled_in",
+                        "conv2d.tiled_halo_l2", "conv2d.register_tiled", "conv2d.cudnn", "conv2d.fft"})
+    EXPECT_NE(Registry::instance().find(n), nullptr) << n;
+  EXPECT_TRUE(get("conv2d.cudnn").library());
+  EXPECT_FALSE(get("conv2d.constant").library());
+  EXPECT_EQ(Registry::instance().match("conv2d.tiled*").size(), 2u);
+  EXPECT_THROW(Registry::instance().get("conv2d.none"), std::exception);
+}
+
+TEST(Variants, ConstraintsSayWhy) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  // Block = input tile: (16 + 2*16)^2 threads cannot fit in a block.
+  const Status s = get("conv2d.tiled_in").can_implement(conv2d(100, 100, 16), {{"out_x", 16}, {"out_y", 16}}, dev);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("2304 threads > device limit 1024"), std::string::npos) << s.reason;
+  EXPECT_TRUE(get("conv2d.tiled_in").can_implement(conv2d(100, 100, 2), {{"out_x", 16}, {"out_y", 16}}, dev).ok);
+  const Status big = get("conv2d.constant").can_implement(conv2d(100, 100, 20), {{"block_x", 32}, {"block_y", 4}}, dev);
+  EXPECT_FALSE(big.ok);
+  EXPECT_NE(big.reason.find("radius 20 > 16"), std::string::npos);
+  // Limits come from the device: a card with less shared memory refuses a large register tile.
+  DeviceInfo small = dev;
+  small.max_smem_per_block_optin = 48 * 1024;
+  const Config rt = {{"block_x", 64}, {"block_y", 16}, {"px", 4}, {"py", 8}};
+  EXPECT_TRUE(get("conv2d.register_tiled").can_implement(conv2d(4096, 4096, 8), rt, dev).ok);
+  EXPECT_FALSE(get("conv2d.register_tiled").can_implement(conv2d(4096, 4096, 8), rt, small).ok);
+}
+
+TEST(Variants, CostModelsFollowTheSeedsFormulas) {
+  const Problem p = conv2d(64, 64, 2);  // 4096 outputs, 25 taps
+  const Config tiled = {{"out_x", 16}, {"out_y", 16}};
+  const Cost c = get("conv2d.tiled_in").cost(p, tiled);
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 25 * 4096);
+  EXPECT_DOUBLE_EQ(c.bytes_min, 4.0 * (4096 * 2 + 25));
+  // Seed 001: each block loads IN_TILE^2 = (16 + 4)^2 floats; 16 blocks; plus the outputs written once.
+  EXPECT_DOUBLE_EQ(c.bytes_model, 4.0 * (16 * 20 * 20 + 4096));
+  // Its arithmetic intensity tends to (2r+1)^2 / 2 flops per byte... per 4-byte element: OUT^2 FW^2 2 / (IN^2 4)
+  const Problem big = conv2d(16 * 1000, 16 * 1000, 2);
+  const Cost cb = get("conv2d.tiled_in").cost(big, tiled);
+  const double seed_ai = 16.0 * 16 * 25 * 2 / (20.0 * 20 * 4);
+  const double inputs_only = cb.bytes_model - 4.0 * 16000 * 16000;
+  EXPECT_NEAR(cb.flops / inputs_only, seed_ai, 1e-9);
+
+  // Constant memory: every tap reads the image from global memory, the filter is not counted.
+  EXPECT_DOUBLE_EQ(get("conv2d.constant").cost(p, {{"block_x", 32}, {"block_y", 4}}).bytes_model, 4.0 * 4096 * 26);
+  EXPECT_DOUBLE_EQ(get("conv2d.naive").cost(p, {{"block_x", 32}, {"block_y", 4}}).bytes_model, 4.0 * 4096 * 51);
+  // Coarsened along x by 4: per thread 5 rows of (4 + 4) inputs.
+  const Cost co = get("conv2d.coarsened").cost(p, {{"block_x", 32}, {"block_y", 4}, {"coarsen", 4}, {"direction", "x"}});
+  EXPECT_DOUBLE_EQ(co.bytes_model, 4.0 * (4096 / 4 * 5 * 8 + 4096));
+  // Halo from L2, a 16x16 tile at r = 2: taps inside the tile along one axis are 16*5 - (2+1) - (2+1) = 74.
+  const Cost h = get("conv2d.tiled_halo_l2").cost(p, {{"tile_x", 16}, {"tile_y", 16}});
+  const double halo_per_block = 25.0 * 256 - 74.0 * 74.0;
+  EXPECT_DOUBLE_EQ(h.bytes_model, 4.0 * (16 * (256 + halo_per_block) + 4096));
+}
+
+TEST(CpuReference, MatchesAHandComputedCorrelation) {
+  // 3x3 image, r = 1: out(1,1) sees the whole image; out(0,0) sees its lower-right 2x2 corner.
+  const Problem p = conv2d(3, 3, 1);
+  const std::vector<float> img = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const std::vector<float> f = {0, 0, 0, 0, 1, 2, 0, 3, 0};  // f(0,0)=1, f(0,1)=2, f(1,0)=3
+  const auto out = cpu_reference(p, {img, f});
+  // out(i,j) = in(i,j) + 2 in(i,j+1) + 3 in(i+1,j)
+  EXPECT_DOUBLE_EQ(out[0], 1 + 2 * 2 + 3 * 4);
+  EXPECT_DOUBLE_EQ(out[4], 5 + 2 * 6 + 3 * 8);
+  EXPECT_DOUBLE_EQ(out[8], 9);  // both neighbours are ghost cells
+  EXPECT_DOUBLE_EQ(out[2], 3 + 3 * 6);
+}

@@ -1,0 +1,113 @@
+// End-to-end sweeps through the CLI: a quick sweep, candidates that fault or hang on purpose, and a
+// resume after the whole sweep was killed.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "harness/device.h"
+#include "harness/records.h"
+#include "harness/sweep.h"
+
+using namespace convtune;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("convtune-gpu-test-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+fs::path only_run_folder(const fs::path& results) {
+  for (const auto& dev : fs::directory_iterator(results))
+    for (const auto& run : fs::directory_iterator(dev.path())) return run.path();
+  return {};
+}
+
+int run_cli(const std::string& args, bool prefix_binary = true) {
+  const int rc = std::system(((prefix_binary ? std::string(CONVTUNE_BINARY) + " " : std::string()) + args).c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace
+
+TEST(GpuSweep, SurvivesFaultsHangsAndAborts) {
+  if (DeviceInfo::count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
+  const fs::path dir = fresh_dir("faults");
+  std::ofstream(dir / "spec.json") << R"({
+    "name": "faults",
+    "problems": [{"family": "conv2d", "h": 300, "w": 301, "r": [1, 2]}],
+    "variants": ["conv2d.test_fault", "conv2d.constant"],
+    "params": {"conv2d.constant": {"block_x": [32], "block_y": [4, 8]}},
+    "budget": {"candidate_timeout_s": 4},
+    "measure": {"time_cap_s": 0.05, "min_samples": 3}
+  })";
+  // Only the CLI child registers the faulty variant (at its start-up); this process never does.
+  ASSERT_EQ(run_cli("env CONVTUNE_TEST_FAULTS=1 " + std::string(CONVTUNE_BINARY) + " sweep " +
+                    (dir / "spec.json").string() + " --quiet --results " + (dir / "results").string() + " 2>" +
+                    (dir / "log").string() + " >/dev/null", false),
+            0);
+  const fs::path run = only_run_folder(dir / "results");
+  const auto records = read_records(run / "records.jsonl").records;
+  std::map<std::string, std::string> status_of;
+  for (const auto& r : records) status_of[record_key(r)] = r["status"];
+  EXPECT_EQ(records.size(), status_of.size()) << "a candidate was recorded twice";
+  int ok = 0, runtime = 0, timeout = 0;
+  for (const auto& [k, st] : status_of) {
+    if (k.find("fault=illegal_address") != std::string::npos || k.find("fault=abort") != std::string::npos)
+      EXPECT_EQ(st, status::runtime_error) << k;
+    if (k.find("fault=hang") != std::string::npos) EXPECT_EQ(st, status::timeout) << k;
+    ok += st == status::ok;
+    runtime += st == status::runtime_error;
+    timeout += st == status::timeout;
+  }
+  EXPECT_EQ(ok, 4);
+  EXPECT_EQ(runtime, 4);
+  EXPECT_EQ(timeout, 2);
+  EXPECT_FALSE(fs::exists(run / "inflight.json"));
+}
+
+TEST(GpuSweep, ResumesAfterTheWholeSweepWasKilled) {
+  if (DeviceInfo::count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
+  const fs::path dir = fresh_dir("resume");
+  std::ofstream(dir / "spec.json") << R"({
+    "name": "resume",
+    "problems": [{"family": "conv2d", "h": 1024, "w": 1024, "r": {"range": [1, 4]}}],
+    "variants": ["conv2d.constant", "conv2d.naive"],
+    "measure": {"time_cap_s": 0.05, "min_samples": 5}
+  })";
+  const std::string results = (dir / "results").string();
+  // In its own session, so that one kill takes the supervisor and its worker together.
+  std::system(("setsid " + std::string(CONVTUNE_BINARY) + " sweep " + (dir / "spec.json").string() +
+               " --quiet --results " + results + " >/dev/null 2>&1 & echo $! > " + (dir / "pid").string())
+                  .c_str());
+  fs::path run;
+  size_t lines = 0;
+  for (int i = 0; i < 600 && lines < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (run.empty() && fs::exists(results)) run = only_run_folder(results);
+    if (!run.empty() && fs::exists(run / "records.jsonl")) lines = read_records(run / "records.jsonl").records.size();
+  }
+  ASSERT_GE(lines, 5u) << "the sweep did not start";
+  int pid = 0;
+  std::ifstream(dir / "pid") >> pid;
+  ASSERT_GT(pid, 0);
+  kill(-pid, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const size_t before = read_records(run / "records.jsonl").records.size();
+  ASSERT_LT(before, 160u) << "the sweep finished before it was killed; make it longer";
+  ASSERT_EQ(run_cli("sweep " + (dir / "spec.json").string() + " --quiet --resume " + run.string() + " >/dev/null 2>&1"), 0);
+  const auto records = read_records(run / "records.jsonl").records;
+  const auto keys = recorded_keys(records);
+  EXPECT_EQ(keys.size(), records.size()) << "a candidate was recorded twice";
+  EXPECT_EQ(records.size(), 160u);  // 4 radii x (20 naive + 20 constant configs)
+}
