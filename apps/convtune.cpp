@@ -11,6 +11,8 @@
 #include "harness/device.h"
 #include "harness/error.h"
 #include "harness/records.h"
+#include "harness/replay.h"
+#include "harness/strategy.h"
 #include "harness/runner.h"
 #include "harness/select.h"
 #include "harness/spec.h"
@@ -224,6 +226,36 @@ int cmd_compare(const std::string& a, const std::string& b, bool as_json) {
   return 0;
 }
 
+int cmd_replay(const std::string& folder, const std::string& strategies, int trials, double budget, bool as_json) {
+  auto read = read_records(std::filesystem::path(folder) / "records.jsonl");
+  for (const auto& p : read.problems) std::cerr << "warning: skipping unreadable record " << p << "\n";
+  std::vector<std::string> names;
+  if (strategies.empty()) {
+    names = strategy_names();
+  } else {
+    std::stringstream ss(strategies);
+    for (std::string n; std::getline(ss, n, ',');) names.push_back(n);
+  }
+  const auto results = replay_strategies(read.records, names, trials, budget);
+  if (as_json) {
+    json out = json::array();
+    for (const auto& r : results) out.push_back(r.to_json());
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "replay of " << folder << ": " << trials << " trials per problem, budget " << fixed(100 * budget, 0)
+            << "% of each problem's candidates (strategies' own default when 0)\n";
+  std::cout << std::left << std::setw(12) << "strategy" << std::setw(10) << "family" << std::right << std::setw(10)
+            << "problems" << std::setw(16) << "evals to 5%" << std::setw(14) << "of space" << std::setw(11)
+            << "success" << std::setw(13) << "final/best\n";
+  for (const auto& r : results)
+    std::cout << std::left << std::setw(12) << r.strategy << std::setw(10) << r.family << std::right << std::setw(10)
+              << r.problems << std::setw(16) << fixed(r.mean_evals_to_5pct, 1) << std::setw(13)
+              << fixed(100 * r.mean_fraction_of_space, 1) << "%" << std::setw(10) << fixed(100 * r.success_rate, 0)
+              << "%" << std::setw(12) << fixed(r.mean_best_ratio, 3) << "\n";
+  return 0;
+}
+
 struct SweepFlags {
   bool dry_run = false, hot = false, in_process = false, quiet = false;
   std::string resume, results = "results", worker_for;
@@ -327,6 +359,17 @@ int main(int argc, char** argv) {
   compare->add_option("b", folder_b, "run folder b")->required();
   compare->add_flag("--json", as_json, "print JSON");
 
+  std::string strategies;
+  int trials = 50;
+  double budget = 0.25;
+  auto* replay = app.add_subcommand("replay", "strategy quality without a GPU: replay strategies on an exhaustive run's measurements");
+  replay->add_option("folder", folder, "run folder of an exhaustive sweep")->required();
+  replay->add_option("--strategies", strategies, "comma-separated (default: all)");
+  replay->add_option("--trials", trials, "seeds per problem")->check(CLI::Range(1, 10000));
+  replay->add_option("--budget", budget, "evaluations allowed, as a fraction of each problem's candidates (0: defaults)")
+      ->check(CLI::Range(0.0, 1.0));
+  replay->add_flag("--json", as_json, "print JSON");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -347,6 +390,7 @@ int main(int argc, char** argv) {
     if (*sweep) return cmd_sweep(spec_path, sf, args);
     if (*best) return cmd_best(folder, as_json);
     if (*compare) return cmd_compare(folder, folder_b, as_json);
+    if (*replay) return cmd_replay(folder, strategies, trials, budget, as_json);
   } catch (const InputError& e) {
     std::cerr << "convtune: " << e.what() << "\n";
     return kExitInputError;

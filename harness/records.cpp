@@ -15,7 +15,10 @@ std::string candidate_name(const std::string& variant, const json& config) {
 }
 
 std::string record_key(const json& record) {
-  return record.at("problem_key").get<std::string>() + " " + record.at("candidate").get<std::string>();
+  // A brief (screening) measurement and the full one of the same candidate are different records.
+  const bool brief = record.value("fidelity", "full") == "brief";
+  return record.at("problem_key").get<std::string>() + " " + record.at("candidate").get<std::string>() +
+         (brief ? " @brief" : "");
 }
 
 RecordWriter::RecordWriter(const std::filesystem::path& path) : path_(path) {

@@ -27,7 +27,7 @@ constexpr const char* timeout = "timeout";
 
 // "conv2d.tiled[tile_x=32,tile_y=8]": a name that explains itself in any table.
 std::string candidate_name(const std::string& variant, const json& config);
-// What identifies a measurement for resume: problem key + candidate name.
+// What identifies a measurement for resume: problem key + candidate name (+ " @brief" for screening).
 std::string record_key(const json& record);
 
 class RecordWriter {

@@ -15,7 +15,8 @@ double noise_threshold(const json& a, const json& b) {
 std::vector<Choice> select_best(const std::vector<json>& records) {
   std::map<std::string, std::vector<const json*>> by_problem;
   for (const auto& r : records)
-    if (r.value("status", "") == "ok" && r.contains("time")) by_problem[r["problem_key"].get<std::string>()].push_back(&r);
+    if (r.value("status", "") == "ok" && r.contains("time") && r.value("fidelity", "full") != "brief")
+      by_problem[r["problem_key"].get<std::string>()].push_back(&r);
   std::vector<Choice> out;
   for (auto& [key, recs] : by_problem) {
     // Later records of one candidate (a resumed or repeated run) replace earlier ones.

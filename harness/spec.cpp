@@ -1,10 +1,12 @@
 #include "harness/spec.h"
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <set>
 
 #include "harness/error.h"
+#include "harness/strategy.h"
 
 namespace convtune {
 
@@ -125,9 +127,13 @@ SweepSpec SweepSpec::parse(const json& j) {
     s.params = j["params"];
   }
   if (j.contains("strategy")) {
-    if (!j["strategy"].is_string() || j["strategy"].get<std::string>() != "exhaustive")
-      throw InputError("spec.strategy: " + j["strategy"].dump() + " is not available; allowed: exhaustive");
+    std::string allowed;
+    for (const auto& n : strategy_names()) allowed += (allowed.empty() ? "" : ", ") + n;
+    if (!j["strategy"].is_string())
+      throw InputError("spec.strategy: " + j["strategy"].dump() + " is not a strategy; allowed: " + allowed);
     s.strategy = j["strategy"].get<std::string>();
+    if (std::find(strategy_names().begin(), strategy_names().end(), s.strategy) == strategy_names().end())
+      throw InputError("spec.strategy: '" + s.strategy + "' is not a strategy; allowed: " + allowed);
   }
   if (j.contains("budget")) {
     const json& b = j["budget"];

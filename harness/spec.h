@@ -5,7 +5,9 @@
 //   "problems": [ {"family": "conv2d", "h": 8192, "w": [1024, 8192], "r": {"range": [1, 8]}} ],
 //   "variants": ["conv2d.*"],                       // names or globs
 //   "params": {"conv2d.register_tiled": {"px": [2, 4]}},  // restrict (or extend) a space
-//   "strategy": "exhaustive",
+//   "strategy": "exhaustive",   // or random, halving (successive halving), anneal, warm (from the nearest
+//                               // measured shape); see harness/strategy.h
+
 //   "budget": {"max_evaluations_per_problem": 0, "seconds_per_problem": 0, "seconds_total": 0,  // 0 = none
 //              "candidate_timeout_s": 60},  // a candidate running longer is killed: status timeout
 //   "measure": {"cold": true, "max_rel_stderr": 0.01, "time_cap_s": 1.0}
@@ -27,7 +29,9 @@ namespace convtune {
 using json = nlohmann::json;
 
 struct Budget {
-  int max_evaluations_per_problem = 0;  // 0: no limit
+  // The strategy's budget; 0: its default (every candidate for exhaustive and halving, a quarter of them
+  // for random, anneal and warm).
+  int max_evaluations_per_problem = 0;
   double seconds_per_problem = 0;
   double seconds_total = 0;
   double candidate_timeout_s = 60;

@@ -1,6 +1,7 @@
 #include "harness/sweep.h"
 
 #include <atomic>
+#include <limits>
 #include <chrono>
 #include <csignal>
 #include <ctime>
@@ -17,7 +18,9 @@
 
 #include "harness/error.h"
 #include "harness/records.h"
+#include "harness/replay.h"
 #include "harness/runner.h"
+#include "harness/strategy.h"
 
 namespace convtune {
 
@@ -199,100 +202,123 @@ int run_sweep_worker(const SweepSpec& spec, const std::filesystem::path& folder,
           << ceilings.fp32_gflops << " GFLOP/s\n" << std::defaultfloat;
   }
 
-  size_t todo = 0;
-  for (const auto& c : plan.candidates)
-    if (!done.count(c.problem.key() + " " + candidate_name(c.variant->name(), c.config))) ++todo;
-  if (todo == 0) return kWorkerExitDone;
+  // The strategy's seed is kept in the summary, so that a resumed run retraces the same proposals.
+  if (!summary.contains("strategy_seed")) {
+    summary["strategy_seed"] = options.seed ? options.seed : static_cast<uint64_t>(std::time(nullptr));
+    write_json_atomically(folder / "summary.json", summary);
+  }
+  const uint64_t strategy_seed = summary["strategy_seed"].get<uint64_t>();
 
   JitCache jit(options.jit_cache.empty() ? JitCache::default_dir() : options.jit_cache, dev.arch());
   precompile(plan, jit, options.compile_threads, log, options.quiet);
 
   const uint64_t seed = options.seed ? options.seed : static_cast<uint64_t>(std::time(nullptr)) ^ (uint64_t(getpid()) << 32);
   Runner runner(dev, ceilings, spec.measure, jit, seed);
+  // Brief fidelity (successive halving's screening round): a few samples, still verified.
+  MeasureOptions brief = spec.measure;
+  brief.warmup = 1;
+  brief.min_samples = 3;
+  brief.max_samples = 5;
+  brief.max_rel_stderr = 0.05;
+  brief.time_cap_s = std::min(0.1, spec.measure.time_cap_s);
+  Runner brief_runner(dev, ceilings, brief, jit, seed + 1);
   RecordWriter writer(folder / "records.jsonl");
 
   g_stop_signal = 0;
   auto old_int = std::signal(SIGINT, on_stop_signal);
   auto old_term = std::signal(SIGTERM, on_stop_signal);
 
+  // Problems in plan order, each with its candidates.
+  std::vector<std::pair<Problem, std::vector<const PlannedCandidate*>>> problems;
+  for (const auto& c : plan.candidates) {
+    if (problems.empty() || !(problems.back().first == c.problem)) problems.push_back({c.problem, {}});
+    problems.back().second.push_back(&c);
+  }
+  std::map<std::string, const json*> earlier_by_key;
+  for (const auto& r : earlier) earlier_by_key[record_key(r)] = &r;
+  std::vector<json> history = earlier;  // what warm start learns from
+
   const auto t_start = std::chrono::steady_clock::now();
   auto elapsed = [](auto since) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
   };
-  // Evaluations already recorded count against the budgets of their problem.
-  std::map<std::string, int> evals;
-  std::map<std::string, double> best_ms;
-  for (const auto& r : earlier) {
-    if (r["status"] != status::skipped) evals[r["problem_key"].get<std::string>()]++;
-    if (r["status"] == status::ok) {
-      const double ms = r["time"]["median_ms"].get<double>();
-      auto& b = best_ms[r["problem_key"].get<std::string>()];
-      b = b == 0 ? ms : std::min(b, ms);
-    }
-  }
-  size_t finished = 0;
-  std::string current_problem;
-  auto t_problem = t_start;
   int exit_code = kWorkerExitDone;
-  for (const auto& c : plan.candidates) {
-    if (g_stop_signal) {
-      exit_code = kWorkerExitInterrupted;
-      break;
+  size_t problem_index = 0, measured = 0;
+  for (const auto& [problem, planned] : problems) {
+    if (exit_code != kWorkerExitDone) break;
+    const std::string key = problem.key();
+    ++problem_index;
+    std::vector<SearchCandidate> cands;
+    std::vector<const PlannedCandidate*> runnable;
+    for (const PlannedCandidate* c : planned) {
+      if (c->status.ok) {
+        cands.push_back({c->variant, c->config});
+        runnable.push_back(c);
+      } else if (!done.count(key + " " + candidate_name(c->variant->name(), c->config))) {
+        json rec = Runner::skeleton(*c->variant, c->problem, c->config, ceilings);
+        rec["status"] = status::skipped;
+        rec["reason"] = c->status.reason;
+        rec["strategy"] = spec.strategy;
+        writer.append(rec);
+      }
     }
-    const std::string key = c.problem.key();
-    if (done.count(key + " " + candidate_name(c.variant->name(), c.config))) continue;
-    if (key != current_problem) {
-      current_problem = key;
-      t_problem = std::chrono::steady_clock::now();
-    }
-    const bool over_budget =
-        (spec.budget.max_evaluations_per_problem > 0 && evals[key] >= spec.budget.max_evaluations_per_problem) ||
-        (spec.budget.seconds_per_problem > 0 && elapsed(t_problem) > spec.budget.seconds_per_problem) ||
-        (spec.budget.seconds_total > 0 && elapsed(t_start) > spec.budget.seconds_total);
-    if (over_budget && c.status.ok) {
-      ++finished;
-      continue;  // not recorded: a later run with a larger budget can resume it
-    }
-    json rec;
-    if (c.status.ok) {
-      json skeleton = Runner::skeleton(*c.variant, c.problem, c.config, ceilings);
-      skeleton["strategy"] = spec.strategy;
-      skeleton["eval_index"] = evals[key] + 1;
-      write_json_atomically(inflight_path(folder),
-                            {{"record", skeleton}, {"started_unix", std::time(nullptr)}, {"pid", getpid()}});
-      rec = runner.run(*c.variant, c.problem, c.config);
-      ++evals[key];
-    } else {
-      rec = Runner::skeleton(*c.variant, c.problem, c.config, ceilings);
-      rec["status"] = status::skipped;
-      rec["reason"] = c.status.reason;
-    }
-    rec["strategy"] = spec.strategy;
-    rec["eval_index"] = evals[key];
-    writer.append(rec);
-    std::filesystem::remove(inflight_path(folder));
-    ++finished;
-    const std::string st = rec["status"].get<std::string>();
-    if (st == status::ok) {
-      const double ms = rec["time"]["median_ms"].get<double>();
-      auto& b = best_ms[key];
-      b = b == 0 ? ms : std::min(b, ms);
-    }
-    if (!options.quiet && (c.status.ok || finished == todo)) {
-      const double el = elapsed(t_start);
-      const double eta = finished ? el / double(finished) * double(todo - finished) : 0;
-      log << "[" << finished << "/" << todo << "] " << key << " " << rec["candidate"].get<std::string>() << " " << st;
-      if (st == status::ok)
-        log << " " << std::setprecision(4) << std::defaultfloat << rec["time"]["median_ms"].get<double>()
-            << " ms (best " << best_ms[key] << " ms)";
-      else if (rec.contains("reason"))
-        log << ": " << rec["reason"].get<std::string>().substr(0, 160);
-      log << "  ETA " << fmt_seconds(eta) << "\n";
-    }
-    if (rec.value("context_lost", false)) {
-      log << "the CUDA context is lost after " << rec["candidate"].get<std::string>() << "; a new worker goes on\n";
-      exit_code = kWorkerExitContextLost;
-      break;
+    if (cands.empty()) continue;
+    StrategyOptions so;
+    so.max_evaluations = static_cast<size_t>(spec.budget.max_evaluations_per_problem);
+    so.seed = strategy_seed + problem_index;
+    if (spec.strategy == "warm") so.prior_order = warm_prior(history, problem, cands);
+    auto strategy = make_strategy(spec.strategy, cands, so);
+    const auto t_problem = std::chrono::steady_clock::now();
+    int eval_index = 0;
+    double best = 0;
+    while (auto proposal = strategy->next()) {
+      const PlannedCandidate& c = *runnable[proposal->index];
+      ++eval_index;
+      json rec = Runner::skeleton(*c.variant, c.problem, c.config, ceilings);
+      rec["strategy"] = spec.strategy;
+      rec["eval_index"] = eval_index;
+      rec["fidelity"] = fidelity_name(proposal->fidelity);
+      auto it = earlier_by_key.find(record_key(rec));
+      if (it != earlier_by_key.end()) {
+        rec = *it->second;  // resumed: the strategy hears the recorded result again
+      } else {
+        if (g_stop_signal) {
+          exit_code = kWorkerExitInterrupted;
+          break;
+        }
+        if ((spec.budget.seconds_per_problem > 0 && elapsed(t_problem) > spec.budget.seconds_per_problem) ||
+            (spec.budget.seconds_total > 0 && elapsed(t_start) > spec.budget.seconds_total))
+          break;  // not recorded: a later run with a larger budget can resume it
+        write_json_atomically(inflight_path(folder),
+                              {{"record", rec}, {"started_unix", std::time(nullptr)}, {"pid", getpid()}});
+        Runner& r = proposal->fidelity == Fidelity::brief ? brief_runner : runner;
+        json measured_rec = r.run(*c.variant, c.problem, c.config);
+        for (const char* k : {"strategy", "eval_index", "fidelity"}) measured_rec[k] = rec[k];
+        rec = std::move(measured_rec);
+        writer.append(rec);
+        std::filesystem::remove(inflight_path(folder));
+        history.push_back(rec);
+        ++measured;
+      }
+      const bool ok = rec["status"] == status::ok;
+      const double ms = ok ? rec["time"]["median_ms"].get<double>() : std::numeric_limits<double>::infinity();
+      strategy->tell(*proposal, ms);
+      if (ok && proposal->fidelity == Fidelity::full) best = best == 0 ? ms : std::min(best, ms);
+      if (!options.quiet && it == earlier_by_key.end()) {
+        log << "[" << problem_index << "/" << problems.size() << " #" << eval_index << "] " << key << " "
+            << rec["candidate"].get<std::string>() << (proposal->fidelity == Fidelity::brief ? " (brief)" : "") << " "
+            << rec["status"].get<std::string>();
+        if (ok)
+          log << " " << std::setprecision(4) << std::defaultfloat << ms << " ms (best " << best << " ms)";
+        else if (rec.contains("reason"))
+          log << ": " << rec["reason"].get<std::string>().substr(0, 160);
+        log << "  " << fmt_seconds(elapsed(t_start)) << "\n";
+      }
+      if (rec.value("context_lost", false)) {
+        log << "the CUDA context is lost after " << rec["candidate"].get<std::string>() << "; a new worker goes on\n";
+        exit_code = kWorkerExitContextLost;
+        break;
+      }
     }
   }
   std::signal(SIGINT, old_int);

@@ -3,7 +3,7 @@
 // inputs, read with one vector load per PX floats, serves PX * FW taps per filter row, and each input row
 // read from shared memory serves up to PY output rows, so shared-memory traffic per FMA falls as the
 // patch grows while the filter stays in constant memory (an FMA operand, no load at all).
-// Compile-time: RADIUS, BLOCK_X, BLOCK_Y, PX (1, 2 or 4), PY, UNROLL_ROWS.
+// Compile-time: RADIUS, BLOCK_X, BLOCK_Y, PX (1, 2 or 4), PY, FILTER_ROWS (loop order), UNROLL_ROWS.
 #define FW (2 * RADIUS + 1)
 #define TX (BLOCK_X * PX)
 #define TY (BLOCK_Y * PY)
@@ -41,6 +41,33 @@ conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __
 
   const int sx = threadIdx.x * PX;
   const int sy = threadIdx.y * PY;
+#if FILTER_ROWS
+  // Large filters: filter rows in an outer run-time loop, the row's taps held in registers; each output
+  // row of the patch reads its own input window. More shared loads, but the code stays small and every
+  // FMA takes its tap from a register.
+#pragma unroll 1
+  for (int m = 0; m < FW; ++m) {
+    float f[FW];
+#pragma unroll
+    for (int n = 0; n < FW; ++n) f[n] = c_filter[m * FW + n];
+#pragma unroll
+    for (int j = 0; j < PY; ++j) {
+      float win[WIN];
+      const float* src = tile + (sy + j + m) * PITCH + sx;
+#pragma unroll
+      for (int k = 0; k < WIN / PX; ++k) {
+        const Vec<PX> t = *reinterpret_cast<const Vec<PX>*>(src + k * PX);
+#pragma unroll
+        for (int q = 0; q < PX; ++q) win[k * PX + q] = t.v[q];
+      }
+#pragma unroll
+      for (int n = 0; n < FW; ++n)
+#pragma unroll
+        for (int q = 0; q < PX; ++q) acc[j][q] += f[n] * win[q + n];
+    }
+  }
+#else
+  // Input rows in the outer loop: each row read from shared memory serves up to PY output rows.
 #if UNROLL_ROWS
 #pragma unroll
 #else
@@ -68,6 +95,7 @@ conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __
       }
     }
   }
+#endif
 
   const int col0 = blockIdx.x * TX + sx;
 #pragma unroll

@@ -169,7 +169,9 @@ class Conv2dRegisterTiled : public JitConv2dVariant {
         .add("block_x", "threads per block along x", values({16, 32, 64}))
         .add("block_y", "threads per block along y", values({2, 4, 8, 16}))
         .add("px", "outputs per thread along x (vector width of shared loads)", values({1, 2, 4}))
-        .add("py", "outputs per thread along y", values({1, 2, 4, 8}));
+        .add("py", "outputs per thread along y", values({1, 2, 4, 8}))
+        .add("order", "outer loop: input rows (each serves py outputs) or filter rows (taps in registers)",
+             {"input_rows", "filter_rows"});
   }
   Cost cost(const Problem& prob, const Config& c) const override {
     const Conv2d p(prob);
@@ -191,7 +193,7 @@ class Conv2dRegisterTiled : public JitConv2dVariant {
     // Fully unrolled row loops grow the code with py * px * FW^2; past this it stops paying.
     const bool unroll_rows = (py + 2 * p.r) * py * px * p.fw() <= 6000;
     return {define("BLOCK_X", cfg_int(c, "block_x")), define("BLOCK_Y", cfg_int(c, "block_y")), define("PX", px),
-            define("PY", py), define("UNROLL_ROWS", unroll_rows)};
+            define("PY", py), define("FILTER_ROWS", c.at("order") == "filter_rows"), define("UNROLL_ROWS", unroll_rows)};
   }
   LaunchShape launch_shape(const Conv2d& p, const Config& c) const override {
     const int bx = cfg_int(c, "block_x"), by = cfg_int(c, "block_y");
