@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "harness/device.h"
+#include "harness/dispatch.h"
 #include "harness/error.h"
 #include "harness/records.h"
 #include "harness/replay.h"
@@ -359,6 +360,9 @@ int main(int argc, char** argv) {
   compare->add_option("b", folder_b, "run folder b")->required();
   compare->add_flag("--json", as_json, "print JSON");
 
+  auto* exp = app.add_subcommand("export", "write dispatch.json and the C++ header convtune_dispatch.h into a run folder");
+  exp->add_option("folder", folder, "run folder")->required();
+
   std::string strategies;
   int trials = 50;
   double budget = 0.25;
@@ -390,6 +394,12 @@ int main(int argc, char** argv) {
     if (*sweep) return cmd_sweep(spec_path, sf, args);
     if (*best) return cmd_best(folder, as_json);
     if (*compare) return cmd_compare(folder, folder_b, as_json);
+    if (*exp) {
+      export_run(folder);
+      std::cout << (std::filesystem::path(folder) / "dispatch.json").string() << "\n"
+                << (std::filesystem::path(folder) / "convtune_dispatch.h").string() << "\n";
+      return 0;
+    }
     if (*replay) return cmd_replay(folder, strategies, trials, budget, as_json);
   } catch (const InputError& e) {
     std::cerr << "convtune: " << e.what() << "\n";

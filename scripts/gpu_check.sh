@@ -1,26 +1,37 @@
 #!/usr/bin/env bash
-# One device call: build for the GPU present, run the GPU tests, run a sweep spec, pack the run folder.
-# Usage: bash scripts/gpu_check.sh [spec] [sweep seconds]; writes logs and run.tar.gz under $OUT.
+# One device call: build for the GPU present, run the GPU tests, sweep a spec exhaustively and with the
+# search strategies, export the dispatch table, benchmark it, and pack everything under $OUT.
+# Usage: bash scripts/gpu_check.sh [spec] [strategies...]
 set -uo pipefail
 spec=${1:-sweeps/default.json}
-budget=${2:-400}
+shift || true
+strategies=("$@")
 out=${OUT:-/tmp/convtune-out}
-mkdir -p "$out"
+mkdir -p "$out" /tmp/results
 export PATH=/usr/local/cuda/bin:$PATH CONVTUNE_CACHE_DIR=/tmp/convtune-jit
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$out/gpu.txt"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit --format=csv | tee "$out/gpu.txt"
 t0=$(date +%s)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >"$out/cmake.log" 2>&1 || { tail -20 "$out/cmake.log"; exit 1; }
 cmake --build build -j "$(nproc)" >"$out/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$out/build.log" | head -40; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 t0=$(date +%s)
-timeout 300 ./build/tests/convtune_gpu_tests >"$out/gpu_tests.log" 2>&1
-echo "gpu tests: rc=$? in $(( $(date +%s) - t0 )) s"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|error" "$out/gpu_tests.log" | head -30
-t0=$(date +%s)
-timeout "$budget" ./build/convtune sweep "$spec" --results /tmp/results >"$out/sweep.log" 2>&1
-echo "sweep: rc=$? in $(( $(date +%s) - t0 )) s"
-run=$(ls -d /tmp/results/*/* 2>/dev/null | tail -1)
-if [ -n "$run" ]; then
-  tar -C "$(dirname "$run")" -czf "$out/run.tar.gz" "$(basename "$run")"
-  ./build/convtune best "$run" | tee "$out/best.txt"
-fi
-grep -E "^(kernels|measuring|NVIDIA|run folder)" "$out/sweep.log" | head; tail -3 "$out/sweep.log"
+(cd build && timeout 300 ctest -L gpu --output-on-failure >"$out/gpu_tests.log" 2>&1; echo "ctest gpu rc=$?" >>"$out/gpu_tests.log")
+(cd build && timeout 120 ctest -R export_app --output-on-failure >>"$out/gpu_tests.log" 2>&1)
+echo "gpu tests: $(( $(date +%s) - t0 )) s"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |\[  FAILED|Failure|rc=|tests passed|export_app" "$out/gpu_tests.log" | head -30
+sweep() {  # sweep <spec> <label> [extra spec edits as a python expression]
+  local s=$1 label=$2 t=$(date +%s)
+  timeout 420 ./build/convtune sweep "$s" --results /tmp/results >"$out/sweep-$label.log" 2>&1
+  echo "sweep $label: rc=$? in $(( $(date +%s) - t )) s"
+}
+sweep "$spec" exhaustive
+for st in "${strategies[@]}"; do
+  python3 -c "import json,sys; d=json.load(open('$spec')); d['strategy']='$st'; d['name']=d['name']+'-$st'; json.dump(d,open('/tmp/spec-$st.json','w'))"
+  sweep /tmp/spec-$st.json "$st"
+done
+run=$(ls -d /tmp/results/*/"$(basename "$spec" .json)"-2* | head -1)
+./build/convtune export "$run" >>"$out/export.log" 2>&1 && echo "exported $run/dispatch.json"
+[ -x build/convtune_bench ] && timeout 120 ./build/convtune_bench "$run/dispatch.json" --benchmark_min_time=0.2s \
+  --benchmark_out="$run/bench.json" --benchmark_out_format=json >"$out/bench.log" 2>&1; echo "bench rc=$?"
+for r in /tmp/results/*/*; do echo "== $(basename "$r"): $(python3 -c "import json; s=json.load(open('$r/summary.json')); print(s.get('counts'), 'wall', round(s.get('measure_wall_s',0),1), 's, jit', s.get('jit'))")"; done
+tar -C /tmp/results -czf "$out/results.tar.gz" .
+./build/convtune best "$run" | tee "$out/best.txt"

@@ -1,0 +1,41 @@
+# The dispatch runtime for applications (docs/DISPATCH.md) and the exported-header test program.
+
+# One static library: the runtime's entry points plus every object of the core. Variants register
+# themselves from static initializers that nothing references, so a plain static link drops them:
+# consumers link it whole, through convtune::runtime below (or $<LINK_LIBRARY:WHOLE_ARCHIVE,...>).
+add_library(convtune_runtime STATIC runtime/convtune_runtime.cpp $<TARGET_OBJECTS:convtune_core>)
+target_include_directories(convtune_runtime PUBLIC $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/runtime>
+                           PRIVATE $<TARGET_PROPERTY:convtune_core,INTERFACE_INCLUDE_DIRECTORIES>)
+target_compile_definitions(convtune_runtime PRIVATE $<TARGET_PROPERTY:convtune_core,INTERFACE_COMPILE_DEFINITIONS>)
+# cudart is public (the header uses cudaStream_t); the rest are link-only for consumers.
+target_link_libraries(convtune_runtime PUBLIC CUDA::cudart
+                      PRIVATE CUDA::nvrtc CUDA::cufft CUDA::cublas ${CUDNN_LIBRARY} nlohmann_json::nlohmann_json)
+set_target_properties(convtune_runtime PROPERTIES POSITION_INDEPENDENT_CODE ON)
+
+# What applications link: the archive whole (--whole-archive), so that every variant is registered.
+add_library(convtune_runtime_whole INTERFACE)
+target_link_libraries(convtune_runtime_whole INTERFACE "$<LINK_LIBRARY:WHOLE_ARCHIVE,convtune_runtime>")
+add_library(convtune::runtime ALIAS convtune_runtime_whole)
+
+# dispatch.json -> convtune_dispatch.h, as `convtune export` writes it (used to build export_app).
+add_executable(convtune_export_header tests/export_app/export_header.cpp)
+target_link_libraries(convtune_export_header PRIVATE convtune_core)
+
+set(EXPORT_APP_FIXTURE ${CMAKE_SOURCE_DIR}/tests/export_app/fixture_dispatch.json)
+set(EXPORT_APP_GENERATED ${CMAKE_BINARY_DIR}/generated/export_app)
+add_custom_command(OUTPUT ${EXPORT_APP_GENERATED}/convtune_dispatch.h
+                   COMMAND ${CMAKE_COMMAND} -E make_directory ${EXPORT_APP_GENERATED}
+                   COMMAND convtune_export_header ${EXPORT_APP_FIXTURE} ${EXPORT_APP_GENERATED}/convtune_dispatch.h
+                   DEPENDS convtune_export_header ${EXPORT_APP_FIXTURE}
+                   COMMENT "Generating convtune_dispatch.h from the export_app fixture")
+
+# An application's view: the generated header and runtime/ only (no harness include path).
+add_executable(export_app tests/export_app/export_app.cpp ${EXPORT_APP_GENERATED}/convtune_dispatch.h)
+target_include_directories(export_app PRIVATE ${EXPORT_APP_GENERATED})
+target_compile_options(export_app PRIVATE -Wall -Wextra)
+target_link_libraries(export_app PRIVATE convtune::runtime)
+
+enable_testing()
+# Lookup only without a GPU; with one it also runs the runtime and checks it against a CPU loop.
+add_test(NAME export_app COMMAND export_app ${EXPORT_APP_FIXTURE})
+set_tests_properties(export_app PROPERTIES LABELS cpu)

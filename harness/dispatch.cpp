@@ -1,0 +1,409 @@
+#include "harness/dispatch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "harness/error.h"
+#include "harness/records.h"
+#include "harness/select.h"
+#include "harness/sweep.h"
+
+namespace convtune {
+namespace {
+
+constexpr size_t kMaxDims = 9;    // the layer families' 9 dims: the header's Entry::dims
+constexpr size_t kMaxParams = 8;  // the header's Entry::params
+constexpr double kTieEps = 1e-9;  // distances closer than this are equal: the first entry wins
+
+// 6 significant digits, so that timing noise below that does not change the file's bytes.
+double round6(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return std::strtod(buf, nullptr);
+}
+
+json rounded(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? json(round6(j[key].get<double>())) : json(nullptr);
+}
+
+double median_ms(const json& r) { return r.at("time").at("median_ms").get<double>(); }
+
+// log2(dim + 1): dims may be 0 (r, pad, mode), and for large dims it is log2(dim).
+double dim_distance(int64_t a, int64_t b) { return std::fabs(std::log2((double(a) + 1.0) / (double(b) + 1.0))); }
+
+std::string status_counts(const std::vector<json>& records) {
+  std::map<std::string, int> n;
+  for (const auto& r : records) ++n[r.value("status", "?")];
+  std::string out;
+  for (const auto& [s, k] : n) out += (out.empty() ? "" : ", ") + s + " " + std::to_string(k);
+  return out.empty() ? "no records" : out;
+}
+
+// The constraint dims the table was made with (so a hand-edited table is honoured), else the built-in ones.
+std::vector<std::string> constraints_of(const json& dispatch, Family f) {
+  const json c = dispatch.value("fallback", json::object()).value("constraints", json::object());
+  const std::string name = family_name(f);
+  return c.contains(name) ? c[name].get<std::vector<std::string>>() : constraint_dims(f);
+}
+
+// An entry's dims in the family's schema order.
+std::vector<int64_t> entry_dims(const json& entry, Family f) {
+  const json& q = entry.at("problem");
+  std::vector<int64_t> out;
+  for (const auto& d : schema_of(f).dims) {
+    if (q.contains(d.name) && q[d.name].is_number_integer())
+      out.push_back(q[d.name].get<int64_t>());
+    else if (d.has_default)
+      out.push_back(d.default_value);
+    else
+      throw InputError("dispatch entry " + entry.value("problem_key", q.dump()) + ": problem lacks dim '" + d.name + "'");
+  }
+  return out;
+}
+
+std::string c_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += char(ch);
+    } else if (ch < 0x20 || ch >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", ch);  // octal escapes stop after 3 digits: unambiguous
+      out += buf;
+    } else {
+      out += char(ch);
+    }
+  }
+  return out + "\"";
+}
+
+std::string c_double(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+// One Entry initializer: {family, {dims}, variant, {params}, param_count, median_ms, candidate}.
+std::string c_entry(const std::string& family, const std::vector<int64_t>& dims, const json& e, double median) {
+  std::string out = "{" + c_string(family) + ", {";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
+  out += "}, " + c_string(e.at("variant").get<std::string>()) + ", {";
+  const json& cfg = e.at("config");
+  if (cfg.size() > kMaxParams)
+    throw InputError(e.value("candidate", "?") + ": more than " + std::to_string(kMaxParams) + " parameters");
+  bool first = true;
+  for (const auto& [k, v] : cfg.items()) {  // sorted by name
+    out += std::string(first ? "" : ", ") + "{" + c_string(k) + ", ";
+    if (v.is_number_integer() || v.is_boolean())
+      out += std::to_string(v.is_boolean() ? int64_t(v.get<bool>()) : v.get<int64_t>()) + ", nullptr}";
+    else if (v.is_string())
+      out += "0, " + c_string(v.get<std::string>()) + "}";
+    else
+      throw InputError(e.value("candidate", "?") + ": parameter " + k + " is neither an integer nor a string");
+    first = false;
+  }
+  out += "}, " + std::to_string(cfg.size()) + ", " + c_double(median) + ", " +
+         c_string(e.value("candidate", candidate_name(e.at("variant").get<std::string>(), cfg))) + "}";
+  return out;
+}
+
+void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
+  const auto tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!(out << text) || !out.flush()) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+// Per family: the candidate ok on the most problems. Preferred, in order: not a library, never wrong
+// (wrong_result / runtime_error on any problem), ok on more problems, lower geometric-mean ratio to
+// each problem's best, then the name (a fixed order).
+json safe_defaults(const std::vector<json>& records, const std::vector<Choice>& choices) {
+  std::map<std::string, double> best_ms;  // problem key -> the chosen best's time
+  std::map<std::string, int> problems;    // family -> problems with an ok record
+  for (const auto& c : choices) {
+    best_ms[c.problem_key] = median_ms(c.best);
+    ++problems[c.best.at("family").get<std::string>()];
+  }
+  struct Stats {
+    json variant, config;
+    bool library = false, failed = false;
+    int ok = 0;
+    double log_sum = 0;
+    double geomean() const { return std::exp(log_sum / ok); }
+  };
+  std::map<std::string, std::map<std::string, Stats>> stats;  // family -> candidate -> stats
+  std::map<std::pair<std::string, std::string>, const json*> latest_ok;  // as select_best: later replaces
+  for (const auto& r : records) {
+    const std::string st = r.value("status", "");
+    const std::string fam = r.contains("family") ? r["family"].get<std::string>() : r.at("problem").at("family").get<std::string>();
+    Stats& s = stats[fam][r.at("candidate").get<std::string>()];
+    s.variant = r.at("variant");
+    s.config = r.value("config", json::object());
+    s.library = r.value("library", false);
+    if (st == status::wrong_result || st == status::runtime_error) s.failed = true;
+    if (st == status::ok && r.contains("time")) latest_ok[{r.at("problem_key").get<std::string>(), r["candidate"].get<std::string>()}] = &r;
+  }
+  for (const auto& [key, r] : latest_ok) {
+    Stats& s = stats[r->contains("family") ? (*r)["family"].get<std::string>() : (*r)["problem"]["family"].get<std::string>()][key.second];
+    ++s.ok;
+    s.log_sum += std::log(median_ms(*r) / best_ms.at(key.first));
+  }
+  json out = json::object();
+  for (const auto& [fam, cands] : stats) {
+    const std::pair<const std::string, Stats>* pick = nullptr;
+    auto rank = [](const Stats& s, const std::string& name) {
+      return std::make_tuple(s.library, s.failed, -s.ok, s.geomean(), name);
+    };
+    for (const auto& c : cands)
+      if (c.second.ok > 0 && (!pick || rank(c.second, c.first) < rank(pick->second, pick->first))) pick = &c;
+    if (!pick) continue;
+    const Stats& s = pick->second;
+    out[fam] = {{"variant", s.variant},        {"config", s.config},           {"candidate", pick->first},
+                {"ok_problems", s.ok},         {"problems", problems[fam]},   {"geomean_ratio", round6(s.geomean())}};
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> constraint_dims(Family f) {
+  switch (f) {
+    case Family::conv2d: return {"r"};
+    case Family::conv1d: return {"m", "mode"};
+    case Family::conv1d_parts: return {};
+    default: return {"r", "s", "pad", "stride"};
+  }
+}
+
+json make_dispatch(const json& summary, const std::vector<json>& records) {
+  const std::vector<Choice> choices = select_best(records);
+  if (choices.empty())
+    throw InputError("no ok records to export (" + status_counts(records) + "): every candidate failed or was skipped");
+  json entries = json::array();
+  std::set<std::string> families;
+  for (const auto& c : choices) {
+    const json& b = c.best;
+    json e;
+    e["problem"] = b.at("problem");
+    e["problem_key"] = c.problem_key;
+    e["family"] = b.at("family");
+    e["variant"] = b.at("variant");
+    e["config"] = b.value("config", json::object());
+    e["candidate"] = b.at("candidate");
+    e["median_ms"] = round6(median_ms(b));
+    e["gbps_effective"] = rounded(b, "gbps_effective");
+    e["roofline_fraction"] = rounded(b, "roofline_fraction");
+    if (c.runner_up.is_null()) {
+      e["runner_up"] = nullptr;
+      e["margin"] = nullptr;
+    } else {
+      e["runner_up"] = {{"candidate", c.runner_up.at("candidate")}, {"median_ms", round6(median_ms(c.runner_up))}};
+      e["margin"] = round6(c.margin);
+    }
+    e["ties"] = c.ties.size();
+    // The fastest config of each library variant, for benchmarks beside the choice (convtune_bench).
+    json baselines = json::array();
+    for (const auto& [variant, rec] : c.best_per_variant)
+      if (rec.value("library", false))
+        baselines.push_back({{"variant", variant},
+                             {"config", rec.value("config", json::object())},
+                             {"median_ms", round6(median_ms(rec))}});
+    e["baselines"] = baselines;
+    families.insert(e["family"].get<std::string>());
+    entries.push_back(std::move(e));
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const json& a, const json& b) { return a["problem_key"].get<std::string>() < b["problem_key"].get<std::string>(); });
+
+  json constraints = json::object();
+  for (const auto& f : families) constraints[f] = constraint_dims(family_from_name(f));
+  const json s = summary.is_object() ? summary : json::object();
+  return {{"schema", kDispatchSchema},
+          {"device", s.value("device", json(nullptr))},
+          {"ceilings", s.value("ceilings", json(nullptr))},
+          {"git_sha", s.value("git_sha", json(nullptr))},
+          {"entries", entries},
+          {"fallback",
+           {{"rules", {"exact shape", "nearest shape of the same family with compatible constraints", "safe default"}},
+            {"constraints", constraints},
+            {"defaults", safe_defaults(records, choices)}}}};
+}
+
+Lookup lookup(const json& dispatch, const Problem& p) {
+  const std::string fam = family_name(p.family);
+  const auto cons = constraints_of(dispatch, p.family);
+  const auto& dims = schema_of(p.family).dims;
+  // Nearest = lowest (distance over constraint dims, distance over the others): same-constraint
+  // entries first (distance 0), else the nearest constraint values (e.g. the nearest radius).
+  const json* best = nullptr;
+  double best_c = 0, best_s = 0;
+  for (const json& e : dispatch.at("entries")) {
+    if (e.at("family").get<std::string>() != fam) continue;
+    const std::vector<int64_t> ed = entry_dims(e, p.family);
+    double c = 0, s = 0;
+    bool exact = true;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const int64_t want = p.at(dims[i].name);
+      exact = exact && ed[i] == want;
+      const bool is_constraint = std::find(cons.begin(), cons.end(), dims[i].name) != cons.end();
+      (is_constraint ? c : s) += dim_distance(ed[i], want);
+    }
+    if (exact) return {e, "exact"};
+    if (!best || c < best_c - kTieEps || (c <= best_c + kTieEps && s < best_s - kTieEps)) {
+      best = &e;
+      best_c = c;
+      best_s = s;
+    }
+  }
+  if (best) return {*best, "nearest"};
+  const json defaults = dispatch.value("fallback", json::object()).value("defaults", json::object());
+  if (defaults.contains(fam)) {
+    const json& d = defaults[fam];
+    return {{{"family", fam}, {"variant", d.at("variant")}, {"config", d.at("config")},
+             {"candidate", d.value("candidate", candidate_name(d.at("variant").get<std::string>(), d.at("config")))}},
+            "default"};
+  }
+  std::string covered;
+  for (const auto& [f, d] : defaults.items()) covered += (covered.empty() ? "" : ", ") + f;
+  throw InputError("the dispatch table has no entry or default for family '" + fam + "' (it covers: " +
+                   (covered.empty() ? "nothing" : covered) + ")");
+}
+
+std::string make_header(const json& dispatch) {
+  const json& entries = dispatch.at("entries");
+  const json defaults = dispatch.value("fallback", json::object()).value("defaults", json::object());
+  std::set<std::string> families;
+  for (const auto& e : entries) families.insert(e.at("family").get<std::string>());
+  for (const auto& [f, d] : defaults.items()) families.insert(f);
+
+  const json dev = dispatch.value("device", json::object());
+  const std::string dev_name = dev.is_object() ? dev.value("name", "") : "";
+  const std::string dev_arch = dev.is_object() ? dev.value("arch", "") : "";
+  const std::string sha = dispatch.contains("git_sha") && dispatch["git_sha"].is_string() ? dispatch["git_sha"].get<std::string>() : "";
+
+  std::ostringstream o;
+  o << "// Generated by `convtune export` from a tuning run on " << dev_name << " (" << dev_arch << "), convtune "
+    << sha << ".\n// Do not edit: re-export instead. Format and rules: docs/DISPATCH.md in convtune.\n"
+    << "#pragma once\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n\n"
+    << "namespace convtune_dispatch {\n\n"
+    << "// A tunable's value: an integer (str_value == nullptr) or a name.\n"
+    << "struct Param {\n  const char* name;\n  int64_t int_value;\n  const char* str_value;\n};\n\n"
+    << "// One measured problem and its best candidate. dims are in the family's order (kFamilies[].dims):\n";
+  for (const auto& s : family_schemas()) {
+    o << "//   " << s.name << ":";
+    for (const auto& d : s.dims) o << " " << d.name;
+    o << "\n";
+  }
+  o << "// median_ms is the measured time (0 for a default, which stands for no one shape).\n"
+    << "struct Entry {\n  const char* family;\n  int64_t dims[" << kMaxDims << "];\n  const char* variant;\n"
+    << "  Param params[" << kMaxParams << "];\n  int param_count;\n  double median_ms;\n  const char* candidate;\n};\n\n"
+    << "// constraint[i]: dim i must be equal for an entry to be compatible (compile-time in kernels).\n"
+    << "struct FamilyInfo {\n  const char* name;\n  int n_dims;\n  const char* dims[" << kMaxDims << "];\n"
+    << "  bool constraint[" << kMaxDims << "];\n  int default_index;  // into kDefaults, -1 if none\n};\n\n"
+    << "struct Choice {\n  const Entry* entry;  // nullptr when rule is \"none\"\n"
+    << "  const char* rule;    // \"exact\" | \"nearest\" | \"default\" | \"none\" (unknown family or dim count)\n};\n\n"
+    << "inline constexpr char kDevice[] = " << c_string(dev_name) << ";\n"
+    << "inline constexpr char kArch[] = " << c_string(dev_arch) << ";\n"
+    << "inline constexpr char kGitSha[] = " << c_string(sha) << ";\n\n";
+
+  o << "inline constexpr FamilyInfo kFamilies[] = {\n";
+  int default_index = 0;
+  for (const auto& f : families) {
+    const Family fam = family_from_name(f);
+    const auto cons = constraints_of(dispatch, fam);
+    const auto& dims = schema_of(fam).dims;
+    std::string names, flags;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      names += (i ? ", " : "") + c_string(dims[i].name);
+      flags += std::string(i ? ", " : "") +
+               (std::find(cons.begin(), cons.end(), dims[i].name) != cons.end() ? "true" : "false");
+    }
+    o << "    {" << c_string(f) << ", " << dims.size() << ", {" << names << "}, {" << flags << "}, "
+      << (defaults.contains(f) ? default_index++ : -1) << "},\n";
+  }
+  o << "};\ninline constexpr int kFamilyCount = " << families.size() << ";\n\n";
+
+  // A zero-length array is ill-formed: an empty table gets one unused {} element (the counts say 0).
+  o << "// Sorted by problem key; on equal distances select() takes the first.\ninline constexpr Entry kEntries[] = {\n";
+  for (const auto& e : entries) {
+    const std::string f = e.at("family").get<std::string>();
+    const double ms = e.contains("median_ms") && e["median_ms"].is_number() ? e["median_ms"].get<double>() : 0.0;
+    o << "    " << c_entry(f, entry_dims(e, family_from_name(f)), e, ms) << ",\n";
+  }
+  if (entries.empty()) o << "    {},\n";
+  o << "};\ninline constexpr int kEntryCount = " << entries.size() << ";\n\n";
+
+  o << "// Per family, in kFamilies order: the candidate ok on the most problems.\ninline constexpr Entry kDefaults[] = {\n";
+  for (const auto& f : families)
+    if (defaults.contains(f)) o << "    " << c_entry(f, {}, defaults[f], 0.0) << ",\n";
+  if (defaults.empty()) o << "    {},\n";
+  o << "};\n\n";
+
+  o << R"(// The candidate for a problem of `family` with dims in the family's order: an exact match; else the
+// nearest entry of the family, by sum over dims of |log2((a + 1) / (b + 1))|, compared first over the
+// constraint dims (so entries with equal constraints win, then the nearest constraint values) and then
+// over the others; else the family's default.
+inline Choice select(const char* family, const int64_t* dims, int n_dims) {
+  const FamilyInfo* f = nullptr;
+  for (int i = 0; i < kFamilyCount; ++i)
+    if (std::strcmp(kFamilies[i].name, family) == 0) f = &kFamilies[i];
+  if (!f || !dims || n_dims != f->n_dims) return {nullptr, "none"};
+  for (int i = 0; i < n_dims; ++i)
+    if (dims[i] < 0) return {nullptr, "none"};
+  const Entry* best = nullptr;
+  double best_c = 0, best_s = 0;
+  for (int k = 0; k < kEntryCount; ++k) {
+    const Entry& e = kEntries[k];
+    if (std::strcmp(e.family, family) != 0) continue;
+    double c = 0, s = 0;
+    bool exact = true;
+    for (int i = 0; i < n_dims; ++i) {
+      exact = exact && e.dims[i] == dims[i];
+      const double d = std::fabs(std::log2((double(e.dims[i]) + 1.0) / (double(dims[i]) + 1.0)));
+      (f->constraint[i] ? c : s) += d;
+    }
+    if (exact) return {&e, "exact"};
+    if (!best || c < best_c - 1e-9 || (c <= best_c + 1e-9 && s < best_s - 1e-9)) {
+      best = &e;
+      best_c = c;
+      best_s = s;
+    }
+  }
+  if (best) return {best, "nearest"};
+  if (f->default_index >= 0) return {&kDefaults[f->default_index], "default"};
+  return {nullptr, "none"};
+}
+
+}  // namespace convtune_dispatch
+)";
+  return o.str();
+}
+
+void export_run(const std::filesystem::path& run_folder) {
+  if (!std::filesystem::is_directory(run_folder))
+    throw InputError(run_folder.string() + ": not a run folder (no such directory)");
+  const json summary = read_json(run_folder / "summary.json");
+  const ReadResult rr = read_records(run_folder / "records.jsonl");
+  for (const auto& p : rr.problems) std::cerr << "warning: skipped an unreadable record: " << p << "\n";
+  json dispatch;
+  try {
+    dispatch = make_dispatch(summary, rr.records);
+  } catch (const InputError& e) {
+    throw InputError((run_folder / "records.jsonl").string() + ": " + e.what());
+  }
+  const std::string header = make_header(dispatch);
+  write_json_atomically(run_folder / "dispatch.json", dispatch);
+  write_text_atomically(run_folder / "convtune_dispatch.h", header);
+}
+
+}  // namespace convtune

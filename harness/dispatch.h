@@ -1,0 +1,45 @@
+// Export of a run: a dispatch table (best candidate per measured problem, plus per-family safe
+// defaults) as dispatch.json and as a self-contained C++ header, and the lookup rules that both use
+// for shapes that were not measured. Format and rules: docs/DISPATCH.md.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/problem.h"
+
+namespace convtune {
+
+using json = nlohmann::json;
+
+constexpr int kDispatchSchema = 1;
+
+// The dims that must be equal for a measured shape to stand in for another: they are compile-time
+// in kernels (conv2d: r) or change the operation itself (mode, pad, stride).
+std::vector<std::string> constraint_dims(Family f);
+
+// summary: a run's summary.json; records: its records (any statuses). Deterministic: same input,
+// same dump. Throws InputError when no record is ok.
+json make_dispatch(const json& summary, const std::vector<json>& records);
+
+// A C++17 header with no dependencies beyond the standard library: namespace convtune_dispatch
+// with kEntries, kDefaults and select() implementing the same rules as lookup().
+std::string make_header(const json& dispatch);
+
+// Reads <run_folder>/summary.json and records.jsonl, writes dispatch.json and convtune_dispatch.h
+// next to them (each atomically). Torn record lines are reported on stderr. Throws InputError.
+void export_run(const std::filesystem::path& run_folder);
+
+// The dispatch choice for a problem: rule "exact", "nearest" (same family, nearest shape among
+// compatible entries, else among all of the family) or "default" (the family's safe default).
+// entry is an element of "entries", or for "default" {"family","variant","config","candidate"}.
+// Throws InputError when the table has nothing for the problem's family.
+struct Lookup {
+  json entry;
+  std::string rule;
+};
+Lookup lookup(const json& dispatch, const Problem& p);
+
+}  // namespace convtune

@@ -1,0 +1,300 @@
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/dispatch.h"
+#include "harness/error.h"
+#include "harness/records.h"
+#include "harness/sweep.h"
+
+using namespace convtune;
+namespace fs = std::filesystem;
+
+namespace {
+
+Problem conv2d(int64_t h, int64_t w, int64_t r) { return Problem{Family::conv2d, {{"h", h}, {"w", w}, {"r", r}}}; }
+
+json record(const Problem& p, const std::string& variant, const json& config, const std::string& status, double ms,
+            int complexity, bool library = false) {
+  json r = {{"schema", 1},          {"problem", p.to_json()},  {"problem_key", p.key()},
+            {"family", "conv2d"},   {"variant", variant},      {"library", library},
+            {"config", config},     {"candidate", candidate_name(variant, config)},
+            {"complexity", complexity}, {"status", status}};
+  // Even a wrong result carries a time here: it must still never be chosen.
+  r["time"] = {{"median_ms", ms}, {"rel_stderr", 0.002}};
+  if (status == "ok") {
+    r["gbps_effective"] = 1234.56789012;
+    r["roofline_fraction"] = 0.412345678;
+  }
+  if (status == "skipped") r.erase("time");
+  return r;
+}
+
+const json kTiledA = {{"block_x", 32}, {"block_y", 8}, {"px", 4}, {"py", 4}};
+const json kTiledB = {{"block_x", 64}, {"block_y", 4}, {"px", 4}, {"py", 2}};
+const json kBlock = {{"block_x", 32}, {"block_y", 8}};
+const json kAlgo = {{"algo", "implicit_precomp_gemm"}};
+
+const json kSummary = {{"schema", 1},
+                       {"git_sha", "abc123"},
+                       {"device", {{"name", "NVIDIA H100 80GB HBM3"}, {"arch", "sm_90"}, {"sms", 132}, {"l2_bytes", 52428800}}},
+                       {"ceilings", {{"copy_gbps", 2900.0}, {"fp32_gflops", 60000.0}}}};
+
+// Three problems: a tie (1024 r=1), a library winner (1024 r=3), and a wrong-but-fastest candidate (4096 r=7).
+std::vector<json> synthetic_records() {
+  const Problem p1 = conv2d(1024, 1024, 1), p2 = conv2d(1024, 1024, 3), p3 = conv2d(4096, 4096, 7);
+  return {
+      record(p1, "conv2d.register_tiled", kTiledA, "ok", 0.0100, 4),
+      record(p1, "conv2d.constant", kBlock, "ok", 0.01005, 1),  // within 1%: simpler, chosen
+      record(p1, "conv2d.naive", kBlock, "wrong_result", 0.001, 0),
+      record(p1, "conv2d.cudnn", kAlgo, "ok", 0.02, 1, true),
+      record(p2, "conv2d.register_tiled", kTiledA, "ok", 0.02, 4),
+      record(p2, "conv2d.constant", kBlock, "ok", 0.05, 1),
+      record(p2, "conv2d.cudnn", kAlgo, "ok", 0.018, 1, true),
+      record(p2, "conv2d.tiled_halo_l2", {{"tile_x", 64}, {"tile_y", 32}}, "skipped", 0, 3),
+      record(p3, "conv2d.register_tiled", kTiledA, "ok", 0.3, 4),
+      record(p3, "conv2d.register_tiled", kTiledB, "ok", 0.25, 4),
+      record(p3, "conv2d.constant", kBlock, "wrong_result", 0.1, 1),
+      record(p3, "conv2d.cudnn", kAlgo, "ok", 0.4, 1, true),
+      record(p3, "conv2d.fft", {{"size_policy", "pow2"}}, "runtime_error", 0, 2, true),
+  };
+}
+
+const json& entry_for(const json& dispatch, const std::string& key) {
+  for (const auto& e : dispatch["entries"])
+    if (e["problem_key"] == key) return e;
+  throw std::runtime_error("no entry " + key);
+}
+
+bool have_compiler() { return std::system("command -v c++ > /dev/null 2>&1") == 0; }
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag = "") {
+    path = fs::temp_directory_path() / ("convtune_dispatch_test_" + std::to_string(getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name() + tag);
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST(Dispatch, ChoosesTheBestOkCandidatePerProblem) {
+  const json d = make_dispatch(kSummary, synthetic_records());
+  EXPECT_EQ(d["schema"], 1);
+  EXPECT_EQ(d["device"]["name"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(d["git_sha"], "abc123");
+  EXPECT_EQ(d["ceilings"]["copy_gbps"], 2900.0);
+  ASSERT_EQ(d["entries"].size(), 3u);
+  EXPECT_EQ(d["entries"][0]["problem_key"], "conv2d/h=1024,r=1,w=1024");  // sorted by key
+  EXPECT_EQ(d["entries"][2]["problem_key"], "conv2d/h=4096,r=7,w=4096");
+
+  const json& tie = entry_for(d, "conv2d/h=1024,r=1,w=1024");
+  EXPECT_EQ(tie["candidate"], "conv2d.constant[block_x=32,block_y=8]");  // naive is faster but wrong
+  EXPECT_EQ(tie["ties"], 1);
+  EXPECT_EQ(tie["runner_up"]["candidate"], "conv2d.register_tiled[block_x=32,block_y=8,px=4,py=4]");
+  EXPECT_EQ(tie["gbps_effective"], 1234.57);  // 6 significant digits
+  EXPECT_EQ(tie["roofline_fraction"], 0.412346);
+  EXPECT_EQ(tie["problem"], conv2d(1024, 1024, 1).to_json());
+
+  const json& lib = entry_for(d, "conv2d/h=1024,r=3,w=1024");
+  EXPECT_EQ(lib["variant"], "conv2d.cudnn");
+  EXPECT_EQ(lib["config"], kAlgo);
+  EXPECT_EQ(lib["median_ms"], 0.018);
+  EXPECT_EQ(lib["margin"], 0.111111);
+  EXPECT_EQ(lib["ties"], 0);
+
+  const json& big = entry_for(d, "conv2d/h=4096,r=7,w=4096");
+  EXPECT_EQ(big["candidate"], "conv2d.register_tiled[block_x=64,block_y=4,px=4,py=2]");  // constant: wrong
+
+  // The default: non-library, never wrong, ok on all three problems.
+  const json& def = d["fallback"]["defaults"]["conv2d"];
+  EXPECT_EQ(def["candidate"], "conv2d.register_tiled[block_x=32,block_y=8,px=4,py=4]");
+  EXPECT_EQ(def["ok_problems"], 3);
+  EXPECT_EQ(def["problems"], 3);
+  EXPECT_EQ(d["fallback"]["rules"].size(), 3u);
+  EXPECT_EQ(d["fallback"]["constraints"]["conv2d"], json::array({"r"}));
+}
+
+TEST(Dispatch, DefaultPrefersNonLibraryThenGeometricMean) {
+  const Problem p1 = conv2d(512, 512, 1), p2 = conv2d(512, 512, 2);
+  const json x = {{"block_x", 16}, {"block_y", 1}}, y = {{"block_x", 64}, {"block_y", 1}};
+  const std::vector<json> recs = {
+      record(p1, "conv2d.cudnn", kAlgo, "ok", 0.5, 1, true),  // fastest everywhere, but a library
+      record(p2, "conv2d.cudnn", kAlgo, "ok", 0.5, 1, true),
+      record(p1, "conv2d.naive", x, "ok", 1.0, 0),  // ratios 2.0, 3.0
+      record(p2, "conv2d.naive", x, "ok", 1.5, 0),
+      record(p1, "conv2d.naive", y, "ok", 1.2, 0),  // ratios 2.4, 2.4: lower geometric mean
+      record(p2, "conv2d.naive", y, "ok", 1.2, 0),
+  };
+  const json def = make_dispatch(kSummary, recs)["fallback"]["defaults"]["conv2d"];
+  EXPECT_EQ(def["candidate"], candidate_name("conv2d.naive", y));
+  EXPECT_EQ(def["geomean_ratio"], 2.4);
+
+  // Only library candidates: one of them is the default.
+  const json only_lib = make_dispatch(kSummary, {recs[0], recs[1]})["fallback"]["defaults"]["conv2d"];
+  EXPECT_EQ(only_lib["variant"], "conv2d.cudnn");
+}
+
+TEST(Dispatch, NoOkRecordsIsAnInputError) {
+  const Problem p = conv2d(64, 64, 1);
+  try {
+    make_dispatch(kSummary, {record(p, "conv2d.naive", kBlock, "wrong_result", 1, 0),
+                             record(p, "conv2d.constant", kBlock, "skipped", 0, 1)});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no ok records"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("wrong_result 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Dispatch, IsDeterministic) {
+  const auto recs = synthetic_records();
+  const json a = make_dispatch(kSummary, recs), b = make_dispatch(kSummary, recs);
+  EXPECT_EQ(a.dump(2), b.dump(2));
+  EXPECT_EQ(make_header(a), make_header(b));
+  // And survives a round trip through the file.
+  EXPECT_EQ(make_header(json::parse(a.dump(2))), make_header(a));
+}
+
+TEST(Dispatch, LookupRules) {
+  const json d = make_dispatch(kSummary, synthetic_records());
+  auto check = [&](const Problem& p, const std::string& rule, const std::string& key) {
+    const Lookup l = lookup(d, p);
+    EXPECT_EQ(l.rule, rule) << p.key();
+    EXPECT_EQ(l.entry.value("problem_key", ""), key) << p.key();
+  };
+  check(conv2d(1024, 1024, 3), "exact", "conv2d/h=1024,r=3,w=1024");
+  check(conv2d(4000, 4000, 1), "nearest", "conv2d/h=1024,r=1,w=1024");   // the only r=1 entry
+  check(conv2d(2048, 2048, 7), "nearest", "conv2d/h=4096,r=7,w=4096");
+  check(conv2d(1024, 1024, 2), "nearest", "conv2d/h=1024,r=3,w=1024");   // no r=2: nearest radius
+  check(conv2d(1024, 1024, 5), "nearest", "conv2d/h=4096,r=7,w=4096");   // radius first, then shape
+  check(conv2d(1024, 1024, 20), "nearest", "conv2d/h=4096,r=7,w=4096");
+
+  // A family the table does not cover: an error naming it.
+  try {
+    lookup(d, example_problem(Family::conv1d));
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("conv1d"), std::string::npos) << e.what();
+  }
+  // A family with a default but no entries: the default.
+  json only_default = d;
+  only_default["entries"] = json::array();
+  const Lookup l = lookup(only_default, conv2d(100, 100, 1));
+  EXPECT_EQ(l.rule, "default");
+  EXPECT_EQ(l.entry["candidate"], d["fallback"]["defaults"]["conv2d"]["candidate"]);
+  EXPECT_EQ(l.entry["config"], kTiledA);
+}
+
+TEST(Dispatch, HeaderCompilesAndAgreesWithLookup) {
+  if (!have_compiler()) GTEST_SKIP() << "no c++ on PATH";
+  TempDir tmp;
+  const json d = make_dispatch(kSummary, synthetic_records());
+  write_file(tmp.path / "convtune_dispatch.h", make_header(d));
+
+  const std::vector<std::array<int64_t, 3>> shapes = {{1024, 1024, 3}, {4000, 4000, 1}, {2048, 2048, 7}, {1024, 1024, 2},
+                                                      {1024, 1024, 5}, {67, 45, 2},     {1, 1, 0},       {65536, 1, 32}};
+  std::string prog = "#include <cstdio>\n#include \"convtune_dispatch.h\"\nint main() {\n  using namespace convtune_dispatch;\n";
+  prog += "  const int64_t shapes[][3] = {";
+  for (const auto& s : shapes) prog += "{" + std::to_string(s[0]) + "," + std::to_string(s[1]) + "," + std::to_string(s[2]) + "},";
+  prog += "};\n  for (const auto& s : shapes) { const Choice c = select(\"conv2d\", s, 3);\n"
+          "    std::printf(\"%s %s\\n\", c.entry ? c.entry->candidate : \"-\", c.rule); }\n"
+          "  const int64_t n[3] = {1, 1, 1};\n"
+          "  std::printf(\"%s\\n\", select(\"conv1d\", n, 3).rule);\n"
+          "  std::printf(\"%s\\n\", select(\"conv2d\", n, 2).rule);\n"
+          "  std::printf(\"%s %d\\n\", kDevice, kEntries[0].param_count);\n}\n";
+  write_file(tmp.path / "main.cpp", prog);
+
+  const std::string dir = tmp.path.string();
+  ASSERT_EQ(std::system(("c++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only " + dir + "/main.cpp").c_str()), 0);
+  ASSERT_EQ(std::system(("c++ -std=c++17 -O1 -o " + dir + "/prog " + dir + "/main.cpp && " + dir + "/prog > " + dir +
+                         "/out.txt").c_str()),
+            0);
+  std::string expected;
+  for (const auto& s : shapes) {
+    const Lookup l = lookup(d, conv2d(s[0], s[1], s[2]));
+    expected += l.entry["candidate"].get<std::string>() + " " + l.rule + "\n";
+  }
+  expected += "none\nnone\nNVIDIA H100 80GB HBM3 2\n";
+  EXPECT_EQ(read_file(tmp.path / "out.txt"), expected);
+
+  // A table with only defaults still gives a valid header.
+  json only_default = d;
+  only_default["entries"] = json::array();
+  write_file(tmp.path / "convtune_dispatch.h", make_header(only_default));
+  EXPECT_EQ(std::system(("c++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only " + dir + "/main.cpp").c_str()), 0);
+}
+
+TEST(Dispatch, ExportRunWritesBothFiles) {
+  TempDir tmp;
+  const auto recs = synthetic_records();
+  write_json_atomically(tmp.path / "summary.json", kSummary);
+  std::string lines;
+  for (const auto& r : recs) lines += r.dump() + "\n";
+  write_file(tmp.path / "records.jsonl", lines + "{\"schema\":1,\"problem_key\":\"conv2d/h=1");  // a torn last line
+
+  ::testing::internal::CaptureStderr();
+  export_run(tmp.path);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("records.jsonl:" + std::to_string(recs.size() + 1)), std::string::npos) << err;
+
+  const json expected = make_dispatch(kSummary, recs);
+  EXPECT_EQ(read_json(tmp.path / "dispatch.json"), expected);
+  EXPECT_EQ(read_file(tmp.path / "convtune_dispatch.h"), make_header(expected));
+  EXPECT_FALSE(fs::exists(tmp.path / "dispatch.json.tmp"));
+
+  // Exporting again gives the same bytes.
+  const std::string first = read_file(tmp.path / "dispatch.json");
+  ::testing::internal::CaptureStderr();
+  export_run(tmp.path);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(read_file(tmp.path / "dispatch.json"), first);
+
+  // No ok record: a clear error, nothing written.
+  TempDir empty("_empty");
+  write_json_atomically(empty.path / "summary.json", kSummary);
+  write_file(empty.path / "records.jsonl", record(conv2d(8, 8, 1), "conv2d.naive", kBlock, "skipped", 0, 0).dump() + "\n");
+  EXPECT_THROW(export_run(empty.path), InputError);
+  EXPECT_FALSE(fs::exists(empty.path / "dispatch.json"));
+  EXPECT_THROW(export_run(empty.path / "missing"), InputError);
+}
+
+// The export_app fixture is written by hand: it must stay in make_dispatch's format.
+TEST(Dispatch, FixtureHasTheExportFormat) {
+  const json fixture = read_json(fs::path(CONVTUNE_SOURCE_DIR) / "tests/export_app/fixture_dispatch.json");
+  const json made = make_dispatch(kSummary, synthetic_records());
+  auto keys = [](const json& j) {
+    std::vector<std::string> k;
+    for (const auto& [name, v] : j.items()) k.push_back(name);
+    return k;
+  };
+  EXPECT_EQ(keys(fixture), keys(made));
+  EXPECT_EQ(keys(fixture["fallback"]), keys(made["fallback"]));
+  EXPECT_EQ(keys(fixture["fallback"]["defaults"]["conv2d"]), keys(made["fallback"]["defaults"]["conv2d"]));
+  for (const auto& e : fixture["entries"]) {
+    EXPECT_EQ(keys(e), keys(made["entries"][0]));
+    EXPECT_EQ(Problem::from_json(e["problem"]).key(), e["problem_key"]);
+    EXPECT_EQ(candidate_name(e["variant"], e["config"]), e["candidate"]);
+  }
+  EXPECT_EQ(lookup(fixture, conv2d(1024, 1024, 3)).rule, "exact");
+  EXPECT_EQ(lookup(fixture, conv2d(67, 45, 2)).rule, "nearest");
+}

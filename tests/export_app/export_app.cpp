@@ -1,0 +1,177 @@
+// An application's use of an export: the generated header for lookups, the runtime library to run
+// the chosen candidate. It includes nothing of the harness. Usage: export_app <dispatch.json>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "convtune_dispatch.h"
+#include "convtune_runtime.h"
+
+namespace {
+
+int failures = 0;
+void check(bool ok, const std::string& what) {
+  if (!ok) {
+    std::printf("FAIL: %s\n", what.c_str());
+    ++failures;
+  }
+}
+
+void print_choice(const int64_t* dims, const convtune_dispatch::Choice& c) {
+  std::printf("select(conv2d h=%lld w=%lld r=%lld): %s -> %s (", static_cast<long long>(dims[0]),
+              static_cast<long long>(dims[1]), static_cast<long long>(dims[2]), c.rule,
+              c.entry ? c.entry->variant : "-");
+  for (int i = 0; c.entry && i < c.entry->param_count; ++i) {
+    const auto& p = c.entry->params[i];
+    if (p.str_value)
+      std::printf("%s%s=%s", i ? "," : "", p.name, p.str_value);
+    else
+      std::printf("%s%s=%lld", i ? "," : "", p.name, static_cast<long long>(p.int_value));
+  }
+  std::printf(")\n");
+}
+
+#define CUDA_OK(call)                                                                     \
+  do {                                                                                    \
+    cudaError_t e_ = (call);                                                              \
+    if (e_ != cudaSuccess) {                                                              \
+      std::printf("FAIL: %s: %s\n", #call, cudaGetErrorString(e_));                       \
+      return 1;                                                                           \
+    }                                                                                     \
+  } while (0)
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::printf("usage: export_app <dispatch.json>\n");
+    return 2;
+  }
+  const std::string dispatch = argv[1];
+  const int h = 67, w = 45, r = 2;
+
+  // The header alone: the fixture has h = w in {1024, 4096}, r in {1, 3, 7}.
+  std::printf("dispatch table for %s (%s): %d entries\n", convtune_dispatch::kDevice, convtune_dispatch::kArch,
+              convtune_dispatch::kEntryCount);
+  const int64_t exact[3] = {4096, 4096, 3}, small[3] = {h, w, r}, wide[3] = {3000, 5000, 7};
+  const auto c_exact = convtune_dispatch::select("conv2d", exact, 3);
+  const auto c_small = convtune_dispatch::select("conv2d", small, 3);
+  const auto c_wide = convtune_dispatch::select("conv2d", wide, 3);
+  print_choice(exact, c_exact);
+  print_choice(small, c_small);
+  print_choice(wide, c_wide);
+  check(std::strcmp(c_exact.rule, "exact") == 0 && c_exact.entry->dims[2] == 3, "exact match");
+  check(std::strcmp(c_small.rule, "nearest") == 0 && c_small.entry->dims[2] == 3, "r=2 takes the nearest radius (3)");
+  check(std::strcmp(c_wide.rule, "nearest") == 0 && c_wide.entry->dims[2] == 7, "r=7 stays r=7");
+  check(std::strcmp(convtune_dispatch::select("conv1d", exact, 3).rule, "none") == 0, "unknown family: none");
+
+  // The static library must bring every variant (linked whole).
+  const auto variants = convtune_runtime::available_variants();
+  std::printf("runtime: %zu variants\n", variants.size());
+  check(variants.size() >= 3, "variants registered (link convtune_runtime whole)");
+
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no GPU: lookup only\n");
+    return failures ? 1 : 0;
+  }
+
+  // The runtime on a small image, against a CPU loop.
+  const int fw = 2 * r + 1;
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> in(size_t(h) * w), filter(size_t(fw) * fw), out(in.size()), ref(in.size());
+  for (auto& v : in) v = dist(rng);
+  for (auto& v : filter) v = dist(rng);
+  double max_ref = 0;
+  for (int i = 0; i < h; ++i)
+    for (int j = 0; j < w; ++j) {
+      double s = 0;
+      for (int m = -r; m <= r; ++m)
+        for (int n = -r; n <= r; ++n)
+          if (i + m >= 0 && i + m < h && j + n >= 0 && j + n < w)
+            s += double(in[size_t(i + m) * w + (j + n)]) * filter[size_t(m + r) * fw + (n + r)];
+      ref[size_t(i) * w + j] = float(s);
+      max_ref = std::fmax(max_ref, std::fabs(s));
+    }
+
+  float *d_in = nullptr, *d_filter = nullptr, *d_out = nullptr, *d_out2 = nullptr;
+  CUDA_OK(cudaMalloc(&d_in, in.size() * sizeof(float)));
+  CUDA_OK(cudaMalloc(&d_filter, filter.size() * sizeof(float)));
+  CUDA_OK(cudaMalloc(&d_out, out.size() * sizeof(float)));
+  CUDA_OK(cudaMalloc(&d_out2, out.size() * sizeof(float)));
+  CUDA_OK(cudaMemcpy(d_in, in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_filter, filter.data(), filter.size() * sizeof(float), cudaMemcpyHostToDevice));
+  cudaStream_t s = nullptr;
+  CUDA_OK(cudaStreamCreate(&s));
+
+  // Runs twice into one output (no rebind), then into another (rebinds), and checks both.
+  auto verify = [&](convtune_runtime::Conv2d& conv, double tol) {
+    std::printf("runtime: %s (%s)\n", conv.candidate().c_str(), conv.rule().c_str());
+    cudaMemsetAsync(d_out, 0xff, out.size() * sizeof(float), s);  // NaN: a run that writes nothing fails
+    cudaMemsetAsync(d_out2, 0xff, out.size() * sizeof(float), s);
+    conv.set_filter(d_filter, s);
+    conv.run(d_in, d_out, s);
+    conv.run(d_in, d_out, s);
+    conv.run(d_in, d_out2, s);
+    for (float* d : {d_out, d_out2}) {
+      if (cudaStreamSynchronize(s) != cudaSuccess ||
+          cudaMemcpy(out.data(), d, out.size() * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) {
+        check(false, "CUDA error");
+        return;
+      }
+      double max_err = 0;
+      for (size_t k = 0; k < out.size(); ++k) {
+        const double e = std::fabs(double(out[k]) - ref[k]);
+        if (!(e <= max_err)) max_err = e;  // NaN sticks
+      }
+      std::printf("  max error %.3g (max |ref| %.3g)\n", max_err, max_ref);
+      check(max_err <= tol * max_ref, conv.candidate() + ": result matches the CPU loop");
+    }
+  };
+
+  convtune_runtime::Conv2d conv(dispatch, h, w, r);
+  check(conv.rule() == c_small.rule, "runtime and header agree on the rule");
+  check(conv.candidate() == c_small.entry->candidate, "runtime and header agree on the candidate");
+  verify(conv, 1e-4);
+
+  // Tables of one exact entry (library variants too), whose default is conv2d.constant: an entry that
+  // cannot run here (an unknown cuDNN algo) gives way to the default.
+  const auto table = std::filesystem::temp_directory_path() / "export_app_table.json";
+  const char* cases[][3] = {{"conv2d.fft", R"({"size_policy": "smooth"})", "exact"},
+                            {"conv2d.cudnn", R"({"algo": "implicit_precomp_gemm"})", "exact"},
+                            {"conv2d.cudnn", R"({"algo": "no_such_algo"})", "default"}};
+  for (const auto& c : cases) {
+    std::ofstream(table) << R"({"schema": 1, "entries": [{"family": "conv2d", "problem": {"family": "conv2d", "h": )"
+                         << h << R"(, "w": )" << w << R"(, "r": )" << r << R"(}, "variant": ")" << c[0]
+                         << R"(", "config": )" << c[1] << R"(}], "fallback": {"defaults": {"conv2d": {"variant":
+                         "conv2d.constant", "config": {"block_x": 32, "block_y": 8}}}}})";
+    convtune_runtime::Conv2d t(table.string(), h, w, r);
+    check(t.rule() == c[2], std::string(c[0]) + c[1] + ": rule " + t.rule());
+    verify(t, 1e-3);
+  }
+  std::filesystem::remove(table);
+
+  // When nothing can run (r = 20: past every direct kernel's limit), a clear error.
+  try {
+    convtune_runtime::Conv2d none(dispatch, 256, 256, 20);
+    check(false, "r=20 on a direct-only table throws");
+  } catch (const std::runtime_error& e) {
+    std::printf("r=20: %s\n", e.what());
+  }
+
+  cudaStreamDestroy(s);
+  cudaFree(d_in);
+  cudaFree(d_filter);
+  cudaFree(d_out);
+  cudaFree(d_out2);
+  return failures ? 1 : 0;
+}
