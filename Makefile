@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 SPEC ?= sweeps/default.json
 export PATH := $(PATH):/usr/local/cuda/bin
 
-.PHONY: all build deps test test-cpu test-gpu test-python sweep quick plots clean
+.PHONY: all build deps test test-gpu sweep quick plots clean
 
 all: build
 
@@ -31,6 +31,12 @@ sweep: build
 
 quick: build
 	$(BUILD)/convtune sweep sweeps/quick.json
+
+# Plots and a report from the newest run folder under results/ (works without a GPU).
+plots:
+	@run=$$(ls -d results/*/*/ 2>/dev/null | awk -F- '{print $$NF" "$$0}' | sort | tail -1 | cut -d' ' -f2); \
+	if [ -z "$$run" ]; then echo "no run folder under results/"; exit 1; fi; \
+	bash scripts/deps.sh test && python3 scripts/plot.py "$$run"
 
 clean:
 	rm -rf $(BUILD)

@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <sys/wait.h>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -360,6 +362,10 @@ int main(int argc, char** argv) {
   compare->add_option("b", folder_b, "run folder b")->required();
   compare->add_flag("--json", as_json, "print JSON");
 
+  auto* plot = app.add_subcommand("plot", "plots and a report of a run folder (runs scripts/plot.py)");
+  plot->add_option("folder", folder, "run folder")->required();
+  plot->add_option("--compare", folder_b, "a second run folder to compare with");
+
   auto* exp = app.add_subcommand("export", "write dispatch.json and the C++ header convtune_dispatch.h into a run folder");
   exp->add_option("folder", folder, "run folder")->required();
 
@@ -394,6 +400,12 @@ int main(int argc, char** argv) {
     if (*sweep) return cmd_sweep(spec_path, sf, args);
     if (*best) return cmd_best(folder, as_json);
     if (*compare) return cmd_compare(folder, folder_b, as_json);
+    if (*plot) {
+      const std::string cmd = "python3 '" + std::string(CONVTUNE_SOURCE_DIR) + "/scripts/plot.py' '" + folder + "'" +
+                              (folder_b.empty() ? "" : " --compare '" + folder_b + "'");
+      const int rc = std::system(cmd.c_str());
+      return WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
+    }
     if (*exp) {
       export_run(folder);
       std::cout << (std::filesystem::path(folder) / "dispatch.json").string() << "\n"

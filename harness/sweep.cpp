@@ -389,7 +389,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const 
     g_stop_signal = 0;
     auto old_int = std::signal(SIGINT, on_stop_signal);
     auto old_term = std::signal(SIGTERM, on_stop_signal);
-    int restarts = 0;
+    int restarts = 0, startup_failures = 0;
     for (;;) {
       const pid_t pid = spawn(worker_args);
       int wstatus = 0;
@@ -434,11 +434,19 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const 
       } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 2) {
         throw InputError("the sweep worker refused its input (see above)");
       } else if (!record_inflight(result.folder, status::runtime_error, describe_exit(wstatus) + " while this candidate ran")) {
-        throw std::runtime_error(describe_exit(wstatus) + " outside any candidate; records so far are in " +
-                                 result.folder.string());
+        // Died before any candidate: often the GPU still tearing down the context of a killed worker.
+        // Wait and try again a few times before giving up.
+        if (++startup_failures > 4)
+          throw std::runtime_error(describe_exit(wstatus) + " outside any candidate, " +
+                                   std::to_string(startup_failures) + " times; records so far are in " +
+                                   result.folder.string());
+        log << describe_exit(wstatus) << " before its first candidate; retrying in " << (1 << startup_failures) << " s\n";
+        std::this_thread::sleep_for(std::chrono::seconds(1 << startup_failures));
+        continue;
       } else {
         log << describe_exit(wstatus) << ": recorded as runtime_error, a new worker goes on\n";
       }
+      startup_failures = 0;
       if (g_stop_signal) {
         result.interrupted = true;
         break;

@@ -6,7 +6,8 @@ set -uo pipefail
 spec=${1:-sweeps/default.json}
 shift || true
 strategies=("$@")
-out=${OUT:-/tmp/convtune-out}
+top=${OUT:-/tmp/convtune-out}
+out=$top/logs   # packed into logs.tar.gz at the end: few files come back from the device
 mkdir -p "$out" /tmp/results
 export PATH=/usr/local/cuda/bin:$PATH CONVTUNE_CACHE_DIR=/tmp/convtune-jit
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit --format=csv | tee "$out/gpu.txt"
@@ -33,5 +34,7 @@ run=$(ls -d /tmp/results/*/"$(basename "$spec" .json)"-2* | head -1)
 [ -x build/convtune_bench ] && timeout 120 ./build/convtune_bench "$run/dispatch.json" --benchmark_min_time=0.2s \
   --benchmark_out="$run/bench.json" --benchmark_out_format=json >"$out/bench.log" 2>&1; echo "bench rc=$?"
 for r in /tmp/results/*/*; do echo "== $(basename "$r"): $(python3 -c "import json; s=json.load(open('$r/summary.json')); print(s.get('counts'), 'wall', round(s.get('measure_wall_s',0),1), 's, jit', s.get('jit'))")"; done
-tar -C /tmp/results -czf "$out/results.tar.gz" .
+cp /tmp/convtune-gpu-test-*/log "$out/fault-sweep.log" 2>/dev/null
+tar -C /tmp/results -czf "$top/results.tar.gz" .
 ./build/convtune best "$run" | tee "$out/best.txt"
+tar -C "$top" -czf "$top/logs.tar.gz" logs && rm -rf "$out"
