@@ -260,7 +260,7 @@ int cmd_replay(const std::string& folder, const std::string& strategies, int tri
 }
 
 struct SweepFlags {
-  bool dry_run = false, hot = false, in_process = false, quiet = false;
+  bool dry_run = false, hot = false, in_process = false, quiet = false, no_ceilings = false;
   std::string resume, results = "results", worker_for;
   uint64_t seed = 0;
 };
@@ -274,6 +274,7 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
   opt.seed = f.seed;
   opt.isolate = !f.in_process;
   opt.quiet = f.quiet;
+  opt.ceilings = !f.no_ceilings;
   opt.spec_path = spec_path;
   if (!f.worker_for.empty()) return run_sweep_worker(spec, f.worker_for, opt, argv, std::cerr);
   const bool dry_run = f.dry_run;
@@ -350,6 +351,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--seed", sf.seed, "seed of the random inputs (default: from the clock)");
   sweep->add_flag("--in-process", sf.in_process, "no worker process: a crashing candidate ends the sweep");
   sweep->add_flag("--quiet", sf.quiet, "no progress lines");
+  sweep->add_flag("--no-ceilings", sf.no_ceilings, "do not measure the ceilings (no roofline figures)");
   sweep->add_option("--worker-for", sf.worker_for, "internal: run as the supervised worker of this run folder");
 
   auto* best = app.add_subcommand("best", "best candidate per problem of a run folder");

@@ -191,8 +191,8 @@ int run_sweep_worker(const SweepSpec& spec, const std::filesystem::path& folder,
   if (summary.is_object() && summary.contains("ceilings")) {
     ceilings = Ceilings::from_json(summary["ceilings"]);
   } else {
-    if (!options.quiet) log << "measuring ceilings on " << dev.name << "...\n";
-    ceilings = measure_ceilings(dev);
+    if (!options.quiet && options.ceilings) log << "measuring ceilings on " << dev.name << "...\n";
+    if (options.ceilings) ceilings = measure_ceilings(dev);
     summary = make_summary(spec, dev, ceilings, argv);
     summary["finished"] = nullptr;
     write_json_atomically(folder / "summary.json", summary);
@@ -242,6 +242,18 @@ int run_sweep_worker(const SweepSpec& spec, const std::filesystem::path& folder,
   auto elapsed = [](auto since) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
   };
+  // Expected evaluations, for the ETA: the strategy's budget per problem.
+  size_t expected = 0;
+  for (const auto& [problem, planned] : problems) {
+    size_t n = 0;
+    for (const PlannedCandidate* c : planned) n += c->status.ok;
+    size_t e = spec.strategy == "exhaustive" ? n
+               : spec.strategy == "halving"  ? n + (n + 3) / 4
+                                             : std::max<size_t>(1, (n + 3) / 4);
+    if (spec.budget.max_evaluations_per_problem > 0) e = std::min<size_t>(e, spec.budget.max_evaluations_per_problem);
+    expected += e;
+  }
+  size_t evaluated = 0;  // this worker's and the earlier ones', in plan order
   int exit_code = kWorkerExitDone;
   size_t problem_index = 0, measured = 0;
   for (const auto& [problem, planned] : problems) {
@@ -300,19 +312,23 @@ int run_sweep_worker(const SweepSpec& spec, const std::filesystem::path& folder,
         history.push_back(rec);
         ++measured;
       }
+      ++evaluated;
       const bool ok = rec["status"] == status::ok;
       const double ms = ok ? rec["time"]["median_ms"].get<double>() : std::numeric_limits<double>::infinity();
       strategy->tell(*proposal, ms);
       if (ok && proposal->fidelity == Fidelity::full) best = best == 0 ? ms : std::min(best, ms);
       if (!options.quiet && it == earlier_by_key.end()) {
-        log << "[" << problem_index << "/" << problems.size() << " #" << eval_index << "] " << key << " "
+        const double el = elapsed(t_start);
+        const double eta = measured ? el / double(measured) * double(expected > evaluated ? expected - evaluated : 0) : 0;
+        log << "[" << evaluated << "/~" << expected << ", problem " << problem_index << "/" << problems.size() << "] "
+            << key << " "
             << rec["candidate"].get<std::string>() << (proposal->fidelity == Fidelity::brief ? " (brief)" : "") << " "
             << rec["status"].get<std::string>();
         if (ok)
           log << " " << std::setprecision(4) << std::defaultfloat << ms << " ms (best " << best << " ms)";
         else if (rec.contains("reason"))
           log << ": " << rec["reason"].get<std::string>().substr(0, 160);
-        log << "  " << fmt_seconds(elapsed(t_start)) << "\n";
+        log << "  elapsed " << fmt_seconds(el) << ", ETA " << fmt_seconds(eta) << "\n";
       }
       if (rec.value("context_lost", false)) {
         log << "the CUDA context is lost after " << rec["candidate"].get<std::string>() << "; a new worker goes on\n";
@@ -385,6 +401,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const 
     if (options.seed) worker_args.insert(worker_args.end(), {"--seed", std::to_string(options.seed)});
     if (!spec.measure.cold) worker_args.push_back("--hot");
     if (options.quiet) worker_args.push_back("--quiet");
+    if (!options.ceilings) worker_args.push_back("--no-ceilings");
     // Ctrl-C reaches the worker through the terminal's process group: it stops after its candidate.
     g_stop_signal = 0;
     auto old_int = std::signal(SIGINT, on_stop_signal);

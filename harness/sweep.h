@@ -39,6 +39,7 @@ struct SweepOptions {
   int compile_threads = 0;               // 0: one per core
   uint64_t seed = 0;                     // 0: from the clock
   bool quiet = false;
+  bool ceilings = true;  // measure copy bandwidth and FP32 rate (off: no roofline figures, e.g. under a sanitizer)
 };
 
 struct SweepResult {

@@ -19,6 +19,15 @@ t0=$(date +%s)
 (cd build && timeout 300 ctest -L gpu --output-on-failure >"$out/gpu_tests.log" 2>&1; echo "ctest gpu rc=$?" >>"$out/gpu_tests.log")
 (cd build && timeout 120 ctest -R export_app --output-on-failure >>"$out/gpu_tests.log" 2>&1)
 echo "gpu tests: $(( $(date +%s) - t0 )) s"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |\[  FAILED|Failure|rc=|tests passed|export_app" "$out/gpu_tests.log" | head -30
+# compute-sanitizer on a smoke sweep of our own kernels: out-of-bounds accesses and shared-memory races.
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    t=$(date +%s)
+    timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 ./build/convtune sweep sweeps/smoke.json \
+      --in-process --quiet --no-ceilings --results /tmp/sanitize-$tool >"$out/sanitize-$tool.log" 2>&1
+    echo "compute-sanitizer $tool: rc=$? in $(( $(date +%s) - t )) s; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$tool.log" | tail -1)"
+  done
+fi
 sweep() {  # sweep <spec> <label> [extra spec edits as a python expression]
   local s=$1 label=$2 t=$(date +%s)
   timeout 420 ./build/convtune sweep "$s" --results /tmp/results >"$out/sweep-$label.log" 2>&1

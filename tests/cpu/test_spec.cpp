@@ -100,7 +100,7 @@ TEST(Spec, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
 }
 
 TEST(Spec, ShippedSpecsParse) {
-  for (const char* name : {"default", "quick", "conv2d"}) {
+  for (const char* name : {"default", "quick", "conv2d", "smoke"}) {
     const auto path = std::filesystem::path(CONVTUNE_SOURCE_DIR) / "sweeps" / (std::string(name) + ".json");
     SweepSpec s;
     ASSERT_NO_THROW(s = SweepSpec::load(path.string())) << path;

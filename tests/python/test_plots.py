@@ -468,3 +468,20 @@ def test_other_families(tmp_path):
     fig = figures.time_vs_shape(run, "conv1d")
     assert {ax.get_title() for ax in fig.axes if ax.get_visible()} == {"n=65536 valid", "n=1048576 valid"}
     assert all(ax.get_xscale() == "log" for ax in fig.axes if ax.get_visible())  # m spans decades
+
+
+# A trimmed real run (H100, 2048^2 problems of the default sweep, made by `convtune sweep`): the plots
+# must come out of the harness's own output, not only of the hand-made fixture.
+REAL_FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "run_h100")
+
+
+def test_every_plot_from_a_real_run(tmp_path):
+    p = run_plot(REAL_FIXTURE, "-o", tmp_path)
+    assert p.returncode == 0, p.stderr
+    pngs = sorted(f.name for f in tmp_path.iterdir() if f.suffix == ".png")
+    for prefix in ("roofline_conv2d", "time_vs_r_conv2d", "best_map_conv2d", "sensitivity_", "convergence_conv2d"):
+        assert any(n.startswith(prefix) for n in pngs), (prefix, pngs)
+    for n in pngs:
+        assert (tmp_path / n).stat().st_size > 5000, n
+    html = (tmp_path / "report.html").read_text()
+    assert "NVIDIA H100" in html and "conv2d.register_tiled" in html
