@@ -36,6 +36,8 @@ class Unsupported : public std::runtime_error {
 };
 
 [[noreturn]] void throw_cuda(const char* api, const std::string& err, const char* call, const char* file, int line);
+// After a sticky error the context is gone and every later free fails too: say it once, not per buffer.
+void mark_context_lost();
 void warn_cuda(const char* api, const std::string& err, const char* call, const char* file, int line);
 std::string driver_error_string(CUresult r);
 

@@ -162,6 +162,7 @@ json Runner::run(const Variant& v, const Problem& p, const Config& c) {
     const cudaError_t sticky = cudaDeviceSynchronize();
     if (sticky != cudaSuccess) {
       r["context_lost"] = true;
+      mark_context_lost();
     }
   }
   return r;

@@ -330,7 +330,7 @@ int run_sweep_worker(const SweepSpec& spec, const std::filesystem::path& folder,
           log << ": " << rec["reason"].get<std::string>().substr(0, 160);
         log << "  elapsed " << fmt_seconds(el) << ", ETA " << fmt_seconds(eta) << "\n";
       }
-      if (rec.value("context_lost", false)) {
+      if (it == earlier_by_key.end() && rec.value("context_lost", false)) {
         log << "the CUDA context is lost after " << rec["candidate"].get<std::string>() << "; a new worker goes on\n";
         exit_code = kWorkerExitContextLost;
         break;
