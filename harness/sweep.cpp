@@ -382,7 +382,9 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const 
     result.folder = options.resume;
     if (!std::filesystem::exists(result.folder / "summary.json"))
       throw InputError("--resume: " + result.folder.string() + " is not a run folder (no summary.json)");
-    record_inflight(result.folder, status::runtime_error, "the sweep stopped while this candidate ran");
+    // The whole sweep stopped (killed, machine lost) while a candidate ran: nothing says the candidate
+    // was at fault, so it runs again.
+    std::filesystem::remove(inflight_path(result.folder));
   } else {
     const DeviceInfo dev = DeviceInfo::query(0);
     make_plan(spec, dev);  // bad shapes fail here, before a folder exists

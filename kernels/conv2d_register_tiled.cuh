@@ -17,6 +17,16 @@ struct alignas(4 * N) Vec {
   float v[N];
 };
 
+// WIN consecutive floats of a shared-memory row into registers, PX floats per (vector) load.
+__device__ __forceinline__ void load_window(const float* src, float (&win)[WIN]) {
+#pragma unroll
+  for (int k = 0; k < WIN / PX; ++k) {
+    const Vec<PX> t = *reinterpret_cast<const Vec<PX>*>(src + k * PX);
+#pragma unroll
+    for (int q = 0; q < PX; ++q) win[k * PX + q] = t.v[q];
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)
 conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __restrict__ out, int h, int w) {
   extern __shared__ Vec<4> smem_raw[];  // 16-byte aligned
@@ -53,13 +63,7 @@ conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __
 #pragma unroll
     for (int j = 0; j < PY; ++j) {
       float win[WIN];
-      const float* src = tile + (sy + j + m) * PITCH + sx;
-#pragma unroll
-      for (int k = 0; k < WIN / PX; ++k) {
-        const Vec<PX> t = *reinterpret_cast<const Vec<PX>*>(src + k * PX);
-#pragma unroll
-        for (int q = 0; q < PX; ++q) win[k * PX + q] = t.v[q];
-      }
+      load_window(tile + (sy + j + m) * PITCH + sx, win);
 #pragma unroll
       for (int n = 0; n < FW; ++n)
 #pragma unroll
@@ -75,13 +79,7 @@ conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __
 #endif
   for (int i = 0; i < PY + 2 * RADIUS; ++i) {  // input rows of this thread's patch
     float win[WIN];
-    const float* src = tile + (sy + i) * PITCH + sx;
-#pragma unroll
-    for (int k = 0; k < WIN / PX; ++k) {
-      const Vec<PX> t = *reinterpret_cast<const Vec<PX>*>(src + k * PX);
-#pragma unroll
-      for (int q = 0; q < PX; ++q) win[k * PX + q] = t.v[q];
-    }
+    load_window(tile + (sy + i) * PITCH + sx, win);
 #pragma unroll
     for (int j = 0; j < PY; ++j) {
       const int m = i - j;  // the filter row that input row i meets for output row j of the patch
