@@ -27,7 +27,7 @@ test-gpu: build
 	cd $(BUILD) && ./tests/convtune_gpu_tests
 
 sweep: build
-	$(BUILD)/convtune sweep $(SPEC)
+	$(BUILD)/convtune sweep $(SPEC) --plot
 
 quick: build
 	$(BUILD)/convtune sweep sweeps/quick.json

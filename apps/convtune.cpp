@@ -260,7 +260,7 @@ int cmd_replay(const std::string& folder, const std::string& strategies, int tri
 }
 
 struct SweepFlags {
-  bool dry_run = false, hot = false, in_process = false, quiet = false, no_ceilings = false;
+  bool dry_run = false, hot = false, in_process = false, quiet = false, no_ceilings = false, plot = false;
   std::string resume, results = "results", worker_for;
   uint64_t seed = 0;
 };
@@ -308,7 +308,19 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
   const SweepResult r = run_sweep(spec, opt, argv, std::cerr);
   std::cerr << "records: " << (r.folder / "records.jsonl").string() << "  counts: " << r.counts.dump() << "\n";
   if (r.context_lost) return 1;
-  cmd_best(r.folder.string(), false);
+  if (cmd_best(r.folder.string(), false) != 0) return 1;
+  // The tuned dispatch table, and plots when asked for, so that one command leaves everything behind.
+  export_run(r.folder);
+  std::cerr << "dispatch table: " << (r.folder / "dispatch.json").string() << " and "
+            << (r.folder / "convtune_dispatch.h").string() << "\n";
+  if (f.plot) {
+    const std::string cmd = "python3 '" + std::string(CONVTUNE_SOURCE_DIR) + "/scripts/plot.py' -q '" + r.folder.string() + "'";
+    const int rc = std::system(cmd.c_str());
+    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
+      std::cerr << "plots were not drawn (needs python3 with matplotlib: bash scripts/deps.sh test)\n";
+    else
+      std::cerr << "plots and report: " << (r.folder / "plots").string() << "/report.html\n";
+  }
   return r.interrupted ? 130 : 0;
 }
 
@@ -351,6 +363,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--seed", sf.seed, "seed of the random inputs (default: from the clock)");
   sweep->add_flag("--in-process", sf.in_process, "no worker process: a crashing candidate ends the sweep");
   sweep->add_flag("--quiet", sf.quiet, "no progress lines");
+  sweep->add_flag("--plot", sf.plot, "draw the plots and the report at the end (python3 + matplotlib)");
   sweep->add_flag("--no-ceilings", sf.no_ceilings, "do not measure the ceilings (no roofline figures)");
   sweep->add_option("--worker-for", sf.worker_for, "internal: run as the supervised worker of this run folder");
 

@@ -17,7 +17,9 @@ have_header nlohmann/json.hpp || apt_missing+=(nlohmann-json3-dev)
 have_header CLI/CLI.hpp || apt_missing+=(libcli11-dev)
 have_header gtest/gtest.h || apt_missing+=(libgtest-dev)
 have_header benchmark/benchmark.h || apt_missing+=(libbenchmark-dev)
-have_header cudnn.h || [ -e /usr/local/cuda/include/cudnn.h ] || apt_missing+=(cudnn9-cuda-13)
+# cuDNN: a system package, CUDNN_ROOT, or Python's nvidia-cudnn wheel (CMakeLists.txt looks in all three).
+have_header cudnn.h || [ -e /usr/local/cuda/include/cudnn.h ] || [ -e "${CUDNN_ROOT:-/nonexistent}/include/cudnn.h" ] ||
+  python3 -c "import nvidia.cudnn" 2>/dev/null || apt_missing+=(cudnn9-cuda-13)
 
 pip_missing=()
 if [ "$what" = test ]; then
