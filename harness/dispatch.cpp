@@ -389,6 +389,41 @@ inline Choice select(const char* family, const int64_t* dims, int n_dims) {
   return o.str();
 }
 
+json make_t4(const json& summary, const std::vector<json>& records) {
+  static const std::map<std::string, std::string> invalidity = {
+      {"ok", "correct"},          {"timeout", "timeout"},         {"compile_error", "compile"},
+      {"runtime_error", "runtime"}, {"wrong_result", "correctness"}, {"skipped", "constraints"}};
+  json results = json::array();
+  for (const auto& r : records) {
+    const std::string st = r.value("status", "");
+    json configuration = {{"variant", r.value("variant", "")}};
+    const json problem = r.value("problem", json::object()), config = r.value("config", json::object());
+    for (const auto& [k, v] : problem.items()) configuration["problem." + k] = v;
+    for (const auto& [k, v] : config.items()) configuration[k] = v;
+    json times = {{"compilation_time", r.value("compile_ms", 0.0)}, {"runtimes", json::array()}};
+    json measurements = json::array();
+    if (st == "ok" && r.contains("time")) {
+      times["runtimes"].push_back(r["time"]["median_ms"]);
+      measurements.push_back({{"name", "time"}, {"value", r["time"]["median_ms"]}, {"unit", "ms"}});
+      measurements.push_back({{"name", "gbps_effective"}, {"value", r.value("gbps_effective", 0.0)}, {"unit", "GB/s"}});
+      measurements.push_back({{"name", "roofline_fraction"}, {"value", r.value("roofline_fraction", 0.0)}, {"unit", ""}});
+    }
+    auto inv = invalidity.find(st);
+    results.push_back({{"timestamp", r.value("timestamp", "")},
+                       {"configuration", configuration},
+                       {"objectives", {"time"}},
+                       {"times", times},
+                       {"invalidity", inv == invalidity.end() ? "runtime" : inv->second},
+                       {"correctness", st == "ok" ? 1 : 0},
+                       {"measurements", measurements}});
+  }
+  const json s = summary.is_object() ? summary : json::object();
+  return {{"schema_version", "1.0.0"},
+          {"results", results},
+          {"metadata", {{"tool", "convtune"}, {"device", s.value("device", json::object()).value("name", "")},
+                        {"git_sha", s.value("git_sha", "")}}}};
+}
+
 void export_run(const std::filesystem::path& run_folder) {
   if (!std::filesystem::is_directory(run_folder))
     throw InputError(run_folder.string() + ": not a run folder (no such directory)");
@@ -404,6 +439,7 @@ void export_run(const std::filesystem::path& run_folder) {
   const std::string header = make_header(dispatch);
   write_json_atomically(run_folder / "dispatch.json", dispatch);
   write_text_atomically(run_folder / "convtune_dispatch.h", header);
+  write_json_atomically(run_folder / "t4.json", make_t4(summary, rr.records));
 }
 
 }  // namespace convtune

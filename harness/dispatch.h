@@ -28,8 +28,13 @@ json make_dispatch(const json& summary, const std::vector<json>& records);
 // with kEntries, kDefaults and select() implementing the same rules as lookup().
 std::string make_header(const json& dispatch);
 
-// Reads <run_folder>/summary.json and records.jsonl, writes dispatch.json and convtune_dispatch.h
-// next to them (each atomically). Torn record lines are reported on stderr. Throws InputError.
+// The records in the open T4 autotuning results format (schema_version 1.0.0, as Kernel Tuner writes
+// it), for tools that read it: configuration = variant + problem dims + config; times in milliseconds;
+// invalidity "correct" for ok records, else timeout / compile / runtime / correctness / constraints.
+json make_t4(const json& summary, const std::vector<json>& records);
+
+// Reads <run_folder>/summary.json and records.jsonl, writes dispatch.json, convtune_dispatch.h and
+// t4.json next to them (each atomically). Torn record lines are reported on stderr. Throws InputError.
 void export_run(const std::filesystem::path& run_folder);
 
 // The dispatch choice for a problem: rule "exact", "nearest" (same family, nearest shape among

@@ -298,3 +298,29 @@ TEST(Dispatch, FixtureHasTheExportFormat) {
   EXPECT_EQ(lookup(fixture, conv2d(1024, 1024, 3)).rule, "exact");
   EXPECT_EQ(lookup(fixture, conv2d(67, 45, 2)).rule, "nearest");
 }
+
+TEST(DispatchT4, RecordsMapToTheOpenResultsFormat) {
+  const std::vector<json> recs = {
+      {{"problem_key", "conv2d/h=8,r=1,w=8"}, {"problem", {{"family", "conv2d"}, {"h", 8}, {"w", 8}, {"r", 1}}},
+       {"variant", "conv2d.constant"}, {"config", {{"block_x", 32}}}, {"candidate", "c1"}, {"status", "ok"},
+       {"time", {{"median_ms", 0.5}}}, {"compile_ms", 12.0}},
+      {{"problem_key", "conv2d/h=8,r=1,w=8"}, {"variant", "conv2d.naive"}, {"candidate", "c2"},
+       {"status", "wrong_result"}},
+      {{"problem_key", "conv2d/h=8,r=1,w=8"}, {"variant", "conv2d.naive"}, {"candidate", "c3"}, {"status", "timeout"}},
+      {{"problem_key", "conv2d/h=8,r=1,w=8"}, {"variant", "conv2d.tiled_in"}, {"candidate", "c4"}, {"status", "skipped"}}};
+  const json t4 = make_t4({{"device", {{"name", "GPU"}}}}, recs);
+  EXPECT_EQ(t4["schema_version"], "1.0.0");
+  ASSERT_EQ(t4["results"].size(), 4u);
+  const json& ok = t4["results"][0];
+  EXPECT_EQ(ok["invalidity"], "correct");
+  EXPECT_EQ(ok["correctness"], 1);
+  EXPECT_EQ(ok["configuration"]["variant"], "conv2d.constant");
+  EXPECT_EQ(ok["configuration"]["problem.r"], 1);
+  EXPECT_EQ(ok["configuration"]["block_x"], 32);
+  EXPECT_EQ(ok["times"]["runtimes"], json::array({0.5}));
+  EXPECT_EQ(ok["measurements"][0]["name"], "time");
+  EXPECT_EQ(t4["results"][1]["invalidity"], "correctness");
+  EXPECT_EQ(t4["results"][1]["correctness"], 0);
+  EXPECT_EQ(t4["results"][2]["invalidity"], "timeout");
+  EXPECT_EQ(t4["results"][3]["invalidity"], "constraints");
+}
