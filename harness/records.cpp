@@ -2,12 +2,20 @@
 
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
 
 #include "harness/error.h"
 #include "harness/params.h"
 
 namespace convtune {
+
+std::string now_iso() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
 
 std::string candidate_name(const std::string& variant, const json& config) {
   const std::string cfg = config_string(config);

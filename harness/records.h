@@ -25,6 +25,9 @@ constexpr const char* wrong_result = "wrong_result";
 constexpr const char* timeout = "timeout";
 }  // namespace status
 
+// UTC time as 2026-11-22T05:07:09Z, for records and summaries.
+std::string now_iso();
+
 // "conv2d.tiled[tile_x=32,tile_y=8]": a name that explains itself in any table.
 std::string candidate_name(const std::string& variant, const json& config);
 // What identifies a measurement for resume: problem key + candidate name (+ " @brief" for screening).

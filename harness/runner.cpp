@@ -47,13 +47,6 @@ ProblemBuffers& Runner::buffers_for(const Problem& p) {
   return *buffers_;
 }
 
-static std::string now_iso() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 json Runner::skeleton(const Variant& v, const Problem& p, const Config& c, const Ceilings& ceilings) {
   json r;
   r["schema"] = kSchemaVersion;

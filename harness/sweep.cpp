@@ -66,13 +66,6 @@ static std::string timestamp_compact() {
   return buf;
 }
 
-static std::string now_iso() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 void write_json_atomically(const std::filesystem::path& path, const json& j) {
   const auto tmp = path.string() + ".tmp";
   {
