@@ -13,6 +13,7 @@
 #include "harness/device.h"
 #include "harness/dispatch.h"
 #include "harness/error.h"
+#include "harness/family.h"
 #include "harness/records.h"
 #include "harness/replay.h"
 #include "harness/strategy.h"
@@ -79,13 +80,13 @@ int cmd_list(const std::string& family, const std::string& problem_text, bool as
   Problem problem;
   bool have_problem = !problem_text.empty();
   if (have_problem) problem = parse_problem(problem_text);
-  if (!family.empty()) family_from_name(family);  // validates
+  if (!family.empty()) find_family(family);  // validates
   json out = json::array();
   for (const Variant* v : Registry::instance().all()) {
-    if (!family.empty() && family_name(v->family()) != family) continue;
+    if (!family.empty() && v->family() != family) continue;
     if (have_problem && v->family() != problem.family) continue;
     const Problem p = have_problem ? problem : example_problem(v->family());
-    json j = {{"name", v->name()}, {"family", family_name(v->family())}, {"summary", v->summary()},
+    json j = {{"name", v->name()}, {"family", v->family()}, {"summary", v->summary()},
               {"library", v->library()}};
     j["params"] = v->space(p, dev).to_json();
     if (have_problem) {
@@ -124,8 +125,8 @@ int cmd_run(const std::string& variant, const std::string& problem_text, const s
   const Variant& v = Registry::instance().get(variant);
   const Problem p = parse_problem(problem_text);
   if (p.family != v.family())
-    throw InputError("--problem: " + variant + " is a " + family_name(v.family()) + " variant, the problem is " +
-                     family_name(p.family));
+    throw InputError("--problem: " + variant + " is a " + v.family() + " variant, the problem is " +
+                     p.family);
   require_gpu("convtune run");
   const DeviceInfo dev = DeviceInfo::query(0);
   check_fits(p, dev, "--problem");

@@ -16,7 +16,7 @@
 #include "harness/gpu_kernels.h"
 #include "harness/measure.h"
 #include "harness/records.h"
-#include "harness/reference.h"
+#include "harness/family.h"
 #include "harness/runner.h"
 #include "harness/sweep.h"
 

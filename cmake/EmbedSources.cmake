@@ -2,8 +2,13 @@
 # looked up by file name (convtune::embedded_source("conv2d.cuh")).
 function(embed_sources out)
   set(body "#include <map>\n#include <string>\nnamespace convtune {\nconst std::map<std::string, std::string>& embedded_sources() {\n  static const std::map<std::string, std::string> sources = {\n")
+  set(names)
   foreach(f ${ARGN})
     get_filename_component(name ${f} NAME)
+    if(name IN_LIST names)
+      message(FATAL_ERROR "two kernel sources are named ${name}: prefix kernel files with their family")
+    endif()
+    list(APPEND names ${name})
     file(READ ${f} text)
     string(APPEND body "    {\"${name}\", R\"CONVTUNE_EMBED(${text})CONVTUNE_EMBED\"},\n")
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${f})

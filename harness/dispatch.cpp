@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "harness/error.h"
+#include "harness/family.h"
 #include "harness/records.h"
 #include "harness/select.h"
 #include "harness/sweep.h"
@@ -18,7 +19,7 @@
 namespace convtune {
 namespace {
 
-constexpr size_t kMaxDims = 9;    // the layer families' 9 dims: the header's Entry::dims
+constexpr size_t kMaxDims = 9;    // the header's Entry::dims: room for the largest family (NCHW layers: 9)
 constexpr size_t kMaxParams = 8;  // the header's Entry::params
 constexpr double kTieEps = 1e-9;  // distances closer than this are equal: the first entry wins
 
@@ -47,17 +48,17 @@ std::string status_counts(const std::vector<json>& records) {
 }
 
 // The constraint dims the table was made with (so a hand-edited table is honoured), else the built-in ones.
-std::vector<std::string> constraints_of(const json& dispatch, Family f) {
+std::vector<std::string> constraints_of(const json& dispatch, const Family& f) {
   const json c = dispatch.value("fallback", json::object()).value("constraints", json::object());
-  const std::string name = family_name(f);
-  return c.contains(name) ? c[name].get<std::vector<std::string>>() : constraint_dims(f);
+  const std::string name = f.name();
+  return c.contains(name) ? c[name].get<std::vector<std::string>>() : f.constraint_dims();
 }
 
 // An entry's dims in the family's schema order.
-std::vector<int64_t> entry_dims(const json& entry, Family f) {
+std::vector<int64_t> entry_dims(const json& entry, const Family& f) {
   const json& q = entry.at("problem");
   std::vector<int64_t> out;
-  for (const auto& d : schema_of(f).dims) {
+  for (const auto& d : f.dims()) {
     if (q.contains(d.name) && q[d.name].is_number_integer())
       out.push_back(q[d.name].get<int64_t>());
     else if (d.has_default)
@@ -176,15 +177,6 @@ json safe_defaults(const std::vector<json>& records, const std::vector<Choice>& 
 
 }  // namespace
 
-std::vector<std::string> constraint_dims(Family f) {
-  switch (f) {
-    case Family::conv2d: return {"r"};
-    case Family::conv1d: return {"m", "mode"};
-    case Family::conv1d_parts: return {};
-    default: return {"r", "s", "pad", "stride"};
-  }
-}
-
 json make_dispatch(const json& summary, const std::vector<json>& records) {
   const std::vector<Choice> choices = select_best(records);
   if (choices.empty())
@@ -226,7 +218,7 @@ json make_dispatch(const json& summary, const std::vector<json>& records) {
             [](const json& a, const json& b) { return a["problem_key"].get<std::string>() < b["problem_key"].get<std::string>(); });
 
   json constraints = json::object();
-  for (const auto& f : families) constraints[f] = constraint_dims(family_from_name(f));
+  for (const auto& f : families) constraints[f] = find_family(f).constraint_dims();
   const json s = summary.is_object() ? summary : json::object();
   return {{"schema", kDispatchSchema},
           {"device", s.value("device", json(nullptr))},
@@ -240,16 +232,16 @@ json make_dispatch(const json& summary, const std::vector<json>& records) {
 }
 
 Lookup lookup(const json& dispatch, const Problem& p) {
-  const std::string fam = family_name(p.family);
-  const auto cons = constraints_of(dispatch, p.family);
-  const auto& dims = schema_of(p.family).dims;
+  const std::string& fam = p.family;
+  const auto cons = constraints_of(dispatch, p.type());
+  const auto dims = p.type().dims();
   // Nearest = lowest (distance over constraint dims, distance over the others): same-constraint
   // entries first (distance 0), else the nearest constraint values (e.g. the nearest radius).
   const json* best = nullptr;
   double best_c = 0, best_s = 0;
   for (const json& e : dispatch.at("entries")) {
     if (e.at("family").get<std::string>() != fam) continue;
-    const std::vector<int64_t> ed = entry_dims(e, p.family);
+    const std::vector<int64_t> ed = entry_dims(e, p.type());
     double c = 0, s = 0;
     bool exact = true;
     for (size_t i = 0; i < dims.size(); ++i) {
@@ -299,9 +291,9 @@ std::string make_header(const json& dispatch) {
     << "// A tunable's value: an integer (str_value == nullptr) or a name.\n"
     << "struct Param {\n  const char* name;\n  int64_t int_value;\n  const char* str_value;\n};\n\n"
     << "// One measured problem and its best candidate. dims are in the family's order (kFamilies[].dims):\n";
-  for (const auto& s : family_schemas()) {
-    o << "//   " << s.name << ":";
-    for (const auto& d : s.dims) o << " " << d.name;
+  for (const Family* f : FamilyRegistry::instance().all()) {
+    o << "//   " << f->name() << ":";
+    for (const auto& d : f->dims()) o << " " << d.name;
     o << "\n";
   }
   o << "// median_ms is the measured time (0 for a default, which stands for no one shape).\n"
@@ -319,9 +311,9 @@ std::string make_header(const json& dispatch) {
   o << "inline constexpr FamilyInfo kFamilies[] = {\n";
   int default_index = 0;
   for (const auto& f : families) {
-    const Family fam = family_from_name(f);
+    const Family& fam = find_family(f);
     const auto cons = constraints_of(dispatch, fam);
-    const auto& dims = schema_of(fam).dims;
+    const auto dims = fam.dims();
     std::string names, flags;
     for (size_t i = 0; i < dims.size(); ++i) {
       names += (i ? ", " : "") + c_string(dims[i].name);
@@ -338,7 +330,7 @@ std::string make_header(const json& dispatch) {
   for (const auto& e : entries) {
     const std::string f = e.at("family").get<std::string>();
     const double ms = e.contains("median_ms") && e["median_ms"].is_number() ? e["median_ms"].get<double>() : 0.0;
-    o << "    " << c_entry(f, entry_dims(e, family_from_name(f)), e, ms) << ",\n";
+    o << "    " << c_entry(f, entry_dims(e, find_family(f)), e, ms) << ",\n";
   }
   if (entries.empty()) o << "    {},\n";
   o << "};\ninline constexpr int kEntryCount = " << entries.size() << ";\n\n";

@@ -16,10 +16,6 @@ using json = nlohmann::json;
 
 constexpr int kDispatchSchema = 1;
 
-// The dims that must be equal for a measured shape to stand in for another: they are compile-time
-// in kernels (conv2d: r) or change the operation itself (mode, pad, stride).
-std::vector<std::string> constraint_dims(Family f);
-
 // summary: a run's summary.json; records: its records (any statuses). Deterministic: same input,
 // same dump. Throws InputError when no record is ok.
 json make_dispatch(const json& summary, const std::vector<json>& records);

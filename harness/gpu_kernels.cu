@@ -22,25 +22,6 @@ __global__ void fill_uniform_kernel(float* data, int64_t n, uint64_t seed) {
   }
 }
 
-__global__ void reference_conv2d_kernel(const float* __restrict__ image, const float* __restrict__ filter,
-                                        double* __restrict__ out, int64_t h, int64_t w, int r) {
-  const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  const int64_t row = blockIdx.y * int64_t(blockDim.y) + threadIdx.y;
-  if (row >= h || col >= w) return;
-  const int fw = 2 * r + 1;
-  double acc = 0;
-  for (int m = -r; m <= r; ++m) {
-    const int64_t y = row + m;
-    if (y < 0 || y >= h) continue;
-    for (int n = -r; n <= r; ++n) {
-      const int64_t x = col + n;
-      if (x < 0 || x >= w) continue;
-      acc += double(image[y * w + x]) * double(filter[(m + r) * fw + (n + r)]);
-    }
-  }
-  out[row * w + col] = acc;
-}
-
 __device__ __forceinline__ void atomic_max_nonneg(double* addr, double v) {
   // Non-negative doubles order like their bit patterns read as unsigned integers.
   atomicMax(reinterpret_cast<unsigned long long*>(addr), static_cast<unsigned long long>(__double_as_longlong(v)));
@@ -101,12 +82,12 @@ __global__ void fma_kernel(float* sink, int iterations) {
   if (total == 12345.678f) sink[blockIdx.x] = total;  // keeps the work alive, almost never stores
 }
 
+}  // namespace
+
 int grid_for(int64_t n, int threads) {
   int64_t blocks = (n + threads - 1) / threads;
   return static_cast<int>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
 }
-
-}  // namespace
 
 void fill_uniform(float* data, int64_t n, uint64_t seed, cudaStream_t s) {
   fill_uniform_kernel<<<grid_for(n, 256), 256, 0, s>>>(data, n, seed);
@@ -114,14 +95,6 @@ void fill_uniform(float* data, int64_t n, uint64_t seed, cudaStream_t s) {
 }
 
 void poison_nan(float* data, int64_t n, cudaStream_t s) { CT_CUDA(cudaMemsetAsync(data, 0xFF, n * sizeof(float), s)); }
-
-void reference_conv2d(const float* image, const float* filter, double* out, int64_t h, int64_t w, int r,
-                      cudaStream_t s) {
-  dim3 block(32, 8);
-  dim3 grid(static_cast<unsigned>((w + 31) / 32), static_cast<unsigned>((h + 7) / 8));
-  reference_conv2d_kernel<<<grid, block, 0, s>>>(image, filter, out, h, w, r);
-  CT_CHECK_LAUNCH();
-}
 
 ErrorSums compare_to_reference(const float* out, const double* ref, int64_t n, cudaStream_t s) {
   DeviceArray<ErrorSums> sums(1);

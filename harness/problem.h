@@ -1,5 +1,5 @@
 // Problems: a family plus a shape. Every family's shape is a set of named integer dimensions with
-// documented ranges (FamilySchema), so specs, records and errors treat all families alike.
+// documented ranges (the family's dims()), so specs, records and errors treat all families alike.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -12,7 +12,7 @@ namespace convtune {
 
 using json = nlohmann::json;
 
-enum class Family { conv2d, conv1d, conv1d_parts, layer_fwd, layer_bwd_data, layer_bwd_filter };
+class Family;
 
 struct DimSpec {
   std::string name;
@@ -23,19 +23,6 @@ struct DimSpec {
   int64_t default_value = 0;
 };
 
-struct FamilySchema {
-  Family family;
-  std::string name;
-  std::string summary;
-  std::vector<DimSpec> dims;
-};
-
-const std::vector<FamilySchema>& family_schemas();
-const FamilySchema& schema_of(Family f);
-std::string family_name(Family f);
-Family family_from_name(const std::string& name);  // throws InputError naming the allowed families
-std::string family_names_joined();
-
 // An operand of a problem: one device array of floats (inputs first, the output last).
 struct Operand {
   std::string name;
@@ -43,9 +30,10 @@ struct Operand {
 };
 
 struct Problem {
-  Family family = Family::conv2d;
+  std::string family;  // a registered family's name
   std::map<std::string, int64_t> dims;
 
+  const Family& type() const;  // the registered family (throws InputError when unknown)
   int64_t at(const std::string& dim) const;
   std::string key() const;  // "conv2d/h=8192,r=3,w=8192": stable, used to match records on resume
   json to_json() const;
@@ -61,17 +49,11 @@ struct Problem {
 };
 
 // A representative problem of a family (for listing spaces and for tests).
-Problem example_problem(Family f);
+Problem example_problem(const std::string& family);
+std::string family_names_joined();
 
-// Validates ranges against the schema and fills defaults; throws InputError naming `where`.<dim>.
+// Validates ranges against the family's dims and its own rules, fills defaults; throws InputError
+// naming `where`.<dim>.
 void validate(Problem& p, const std::string& where);
-
-// Typed view of a conv2d problem: image h x w, filter (2r+1)^2, zero ghost cells, 'same' output,
-// cross-correlation (out(i,j) = sum in(i+m, j+n) * f(m, n)), as in the seeds and cuDNN.
-struct Conv2d {
-  int64_t h, w, r;
-  explicit Conv2d(const Problem& p) : h(p.at("h")), w(p.at("w")), r(p.at("r")) {}
-  int64_t fw() const { return 2 * r + 1; }
-};
 
 }  // namespace convtune

@@ -158,7 +158,7 @@ std::vector<size_t> warm_prior(const std::vector<json>& records, const Problem& 
                                const std::vector<SearchCandidate>& cands) {
   std::vector<std::string> names;
   for (const auto& c : cands) names.push_back(candidate_name(c.variant->name(), c.config));
-  return prior_for(gather(records), problem.key(), family_name(problem.family), log_dims(problem.to_json()), names);
+  return prior_for(gather(records), problem.key(), problem.family, log_dims(problem.to_json()), names);
 }
 
 std::vector<ReplayResult> replay_strategies(const std::vector<json>& records, const std::vector<std::string>& strategies,

@@ -7,7 +7,7 @@
 #include "harness/error.h"
 #include "harness/gpu_kernels.h"
 #include "harness/records.h"
-#include "harness/reference.h"
+#include "harness/family.h"
 
 namespace convtune {
 
@@ -52,7 +52,7 @@ json Runner::skeleton(const Variant& v, const Problem& p, const Config& c, const
   r["schema"] = kSchemaVersion;
   r["problem"] = p.to_json();
   r["problem_key"] = p.key();
-  r["family"] = family_name(p.family);
+  r["family"] = p.family;
   r["variant"] = v.name();
   r["library"] = v.library();
   r["config"] = c;

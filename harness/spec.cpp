@@ -6,6 +6,7 @@
 #include <set>
 
 #include "harness/error.h"
+#include "harness/family.h"
 #include "harness/strategy.h"
 
 namespace convtune {
@@ -52,7 +53,7 @@ static std::vector<int64_t> expand_dim(const json& v, const std::string& where) 
 std::vector<Problem> expand_problems(const json& entry, const std::string& where) {
   if (!entry.is_object() || !entry.contains("family") || !entry["family"].is_string())
     throw InputError(where + ".family: missing; allowed: " + family_names_joined());
-  const Family family = family_from_name(entry["family"].get<std::string>());
+  const std::string family = find_family(entry["family"].get<std::string>()).name();
   std::vector<std::map<std::string, int64_t>> shapes(1);
   for (const auto& [k, v] : entry.items()) {
     if (k == "family") continue;

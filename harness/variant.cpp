@@ -44,10 +44,10 @@ std::vector<const Variant*> Registry::all() const {
   return out;
 }
 
-std::vector<const Variant*> Registry::of_family(Family f) const {
+std::vector<const Variant*> Registry::of_family(const std::string& family) const {
   std::vector<const Variant*> out;
   for (const auto& v : variants_)
-    if (v->family() == f) out.push_back(v.get());
+    if (v->family() == family) out.push_back(v.get());
   return out;
 }
 

@@ -67,7 +67,7 @@ class Variant {
  public:
   virtual ~Variant() = default;
   virtual std::string name() const = 0;  // "<family>.<strategy>"
-  virtual Family family() const = 0;
+  virtual std::string family() const = 0;  // a registered family's name
   virtual std::string summary() const = 0;
   virtual bool library() const { return false; }  // a library baseline (cuDNN, cuFFT)
   // The tunables for this problem on this device (the space may depend on both, e.g. radius limits).
@@ -90,7 +90,7 @@ class Registry {
   const Variant* find(const std::string& name) const;
   const Variant& get(const std::string& name) const;  // throws InputError listing the known names
   std::vector<const Variant*> all() const;
-  std::vector<const Variant*> of_family(Family f) const;
+  std::vector<const Variant*> of_family(const std::string& family) const;
   // Names matching a glob ("conv2d.*", "*.cudnn"); throws InputError when nothing matches.
   std::vector<const Variant*> match(const std::string& pattern) const;
   std::string names_joined() const;

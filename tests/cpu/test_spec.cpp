@@ -69,7 +69,7 @@ TEST(Spec, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
 
   j = minimal();
   j["problems"][0]["family"] = "conv9d";
-  EXPECT_NE(error_of(j).find("unknown family 'conv9d'; allowed: conv2d"), std::string::npos) << error_of(j);
+  EXPECT_NE(error_of(j).find("unknown family 'conv9d'; allowed: conv1d, conv1d_parts, conv2d"), std::string::npos) << error_of(j);
 
   j = minimal();
   j["problems"][0]["h"] = {{"range", {5, 1}}};

@@ -330,7 +330,7 @@ TEST(Strategies, ReplayOnSyntheticRecords) {
   ASSERT_FALSE(prior.empty());
   EXPECT_EQ(prior[0], l.optimum);
   EXPECT_LT(prior.size(), l.cands.size());  // failed candidates are not in the prior
-  EXPECT_TRUE(warm_prior(records, example_problem(Family::conv1d), l.cands).empty());
+  EXPECT_TRUE(warm_prior(records, example_problem("conv1d"), l.cands).empty());
 
   EXPECT_THROW(replay_strategies(records, {"nope"}, 1, 1.0), InputError);
   EXPECT_THROW(replay_strategies(records, {"anneal"}, 0, 1.0), InputError);

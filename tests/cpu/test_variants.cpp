@@ -2,7 +2,7 @@
 // seeds' formulas by hand, and the CPU reference.
 #include <gtest/gtest.h>
 
-#include "harness/reference.h"
+#include "harness/family.h"
 #include "harness/variant.h"
 
 using namespace convtune;

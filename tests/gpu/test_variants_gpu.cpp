@@ -6,7 +6,7 @@
 
 #include "harness/device.h"
 #include "harness/gpu_kernels.h"
-#include "harness/reference.h"
+#include "harness/family.h"
 #include "harness/records.h"
 #include "harness/runner.h"
 

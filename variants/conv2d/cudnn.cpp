@@ -10,6 +10,7 @@
 #include "harness/cuda_raii.h"
 #include "harness/error.h"
 #include "harness/variant.h"
+#include "variants/conv2d/conv2d.h"
 
 namespace convtune {
 namespace {
@@ -154,7 +155,7 @@ class CudnnPlan : public Plan {
 class Conv2dCudnn : public Variant {
  public:
   std::string name() const override { return "conv2d.cudnn"; }
-  Family family() const override { return Family::conv2d; }
+  std::string family() const override { return kConv2d; }
   std::string summary() const override {
     return "cuDNN 9 cudnnConvolutionForward (legacy API), N=C=K=1 NCHW fp32, FMA math (no TF32), one algo per config";
   }
@@ -170,7 +171,7 @@ class Conv2dCudnn : public Variant {
 
   // Static checks only (no GPU here): which algorithms cuDNN accepts is known only once a handle exists.
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo&) const override {
-    if (prob.family != Family::conv2d) return Status::no("not a conv2d problem");
+    if (prob.family != kConv2d) return Status::no("not a conv2d problem");
     const Conv2d p(prob);
     if (p.r > kMaxCudnnRadius)
       return Status::no("radius " + std::to_string(p.r) + " > " + std::to_string(kMaxCudnnRadius));

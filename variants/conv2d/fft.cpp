@@ -21,66 +21,16 @@
 #include <cufft.h>
 
 #include "harness/cuda_raii.h"
+#include "harness/cufft.h"
 #include "harness/error.h"
 #include "harness/variant.h"
+#include "variants/conv2d/conv2d.h"
 #include "variants/conv2d/fft_kernels.h"
 
 namespace convtune {
 namespace {
 
 constexpr int64_t kMaxFftRadius = 64;
-
-const char* cufft_name(cufftResult r) {
-  switch (r) {
-    case CUFFT_SUCCESS: return "CUFFT_SUCCESS";
-    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
-    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
-    case CUFFT_INVALID_TYPE: return "CUFFT_INVALID_TYPE";
-    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
-    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
-    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
-    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
-    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
-    case CUFFT_UNALIGNED_DATA: return "CUFFT_UNALIGNED_DATA";
-    case CUFFT_INVALID_DEVICE: return "CUFFT_INVALID_DEVICE";
-    case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE";
-    case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
-    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
-    default: return "cufftResult";
-  }
-}
-
-std::string cufft_message(cufftResult r) { return std::string(cufft_name(r)) + " (" + std::to_string(int(r)) + ")"; }
-
-#define CT_CUFFT(call)                                                                     \
-  do {                                                                                     \
-    cufftResult ct_err_ = (call);                                                          \
-    if (ct_err_ != CUFFT_SUCCESS)                                                          \
-      ::convtune::throw_cuda("cufft", cufft_message(ct_err_), #call, __FILE__, __LINE__);  \
-  } while (0)
-
-#define CT_CUFFT_WARN(call)                                                                \
-  do {                                                                                     \
-    cufftResult ct_err_ = (call);                                                          \
-    if (ct_err_ != CUFFT_SUCCESS)                                                          \
-      ::convtune::warn_cuda("cufft", cufft_message(ct_err_), #call, __FILE__, __LINE__);   \
-  } while (0)
-
-int64_t next_pow2(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
-// The next n' >= n whose only prime factors are 2, 3, 5, 7: the sizes cuFFT handles fastest besides 2^k.
-int64_t next_smooth(int64_t n) {
-  for (;; ++n) {
-    int64_t m = n;
-    for (int64_t f : {2, 3, 5, 7})
-      while (m % f == 0) m /= f;
-    if (m == 1) return n;
-  }
-}
 
 struct Extents {
   int64_t ph, pw;
@@ -169,7 +119,7 @@ class FftPlan : public Plan {
 class Conv2dFft : public Variant {
  public:
   std::string name() const override { return "conv2d.fft"; }
-  Family family() const override { return Family::conv2d; }
+  std::string family() const override { return kConv2d; }
   std::string summary() const override {
     return "whole-image cuFFT: zero-pad, R2C, multiply by the filter's spectrum (from bind), C2R, crop";
   }
@@ -183,7 +133,7 @@ class Conv2dFft : public Variant {
   }
 
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {
-    if (prob.family != Family::conv2d) return Status::no("not a conv2d problem");
+    if (prob.family != kConv2d) return Status::no("not a conv2d problem");
     const Conv2d p(prob);
     if (p.r > kMaxFftRadius)
       return Status::no("radius " + std::to_string(p.r) + " > " + std::to_string(kMaxFftRadius));

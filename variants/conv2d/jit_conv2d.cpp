@@ -25,7 +25,7 @@ int64_t taps_inside_tile(int64_t b, int64_t r) {
 }
 
 Status JitConv2dVariant::can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const {
-  if (prob.family != Family::conv2d) return Status::no("not a conv2d problem");
+  if (prob.family != kConv2d) return Status::no("not a conv2d problem");
   const Conv2d p(prob);
   if (p.r > kMaxDirectRadius)
     return Status::no("radius " + std::to_string(p.r) + " > " + std::to_string(kMaxDirectRadius) +

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "harness/variant.h"
+#include "variants/conv2d/conv2d.h"
 
 namespace convtune {
 
@@ -19,7 +20,7 @@ struct LaunchShape {
 
 class JitConv2dVariant : public Variant {
  public:
-  Family family() const override { return Family::conv2d; }
+  std::string family() const override { return kConv2d; }
   Status can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
   std::vector<JitProgram> programs(const Problem& p, const Config& c) const override;
   std::unique_ptr<Plan> prepare(const Problem& p, const Config& c, const DeviceInfo& dev,

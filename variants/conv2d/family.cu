@@ -1,0 +1,81 @@
+#include "harness/cuda_raii.h"
+#include "harness/error.h"
+#include "harness/family.h"
+#include "variants/conv2d/conv2d.h"
+
+namespace convtune {
+namespace {
+
+__global__ void reference_conv2d_kernel(const float* __restrict__ image, const float* __restrict__ filter,
+                                        double* __restrict__ out, int64_t h, int64_t w, int r) {
+  const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t row = blockIdx.y * int64_t(blockDim.y) + threadIdx.y;
+  if (row >= h || col >= w) return;
+  const int fw = 2 * r + 1;
+  double acc = 0;
+  for (int m = -r; m <= r; ++m) {
+    const int64_t y = row + m;
+    if (y < 0 || y >= h) continue;
+    for (int n = -r; n <= r; ++n) {
+      const int64_t x = col + n;
+      if (x < 0 || x >= w) continue;
+      acc += double(image[y * w + x]) * double(filter[(m + r) * fw + (n + r)]);
+    }
+  }
+  out[row * w + col] = acc;
+}
+
+class Conv2dFamily : public Family {
+ public:
+  std::string name() const override { return kConv2d; }
+  std::string summary() const override {
+    return "one image h x w, filter (2r+1)^2, zero ghost cells, 'same' output, cross-correlation";
+  }
+  std::vector<DimSpec> dims() const override {
+    return {{"h", 1, 1 << 16, "image height"}, {"w", 1, 1 << 16, "image width"}, {"r", 0, 32, "filter radius"}};
+  }
+  std::vector<Operand> operands(const Problem& p) const override {
+    const Conv2d c(p);
+    return {{"image", c.h * c.w}, {"filter", c.fw() * c.fw()}, {"output", c.h * c.w}};
+  }
+  double direct_flops(const Problem& p) const override {
+    const Conv2d c(p);
+    return 2.0 * double(c.fw() * c.fw()) * double(c.h * c.w);
+  }
+  Problem example() const override { return {kConv2d, {{"h", 4096}, {"w", 4096}, {"r", 3}}}; }
+  std::vector<std::string> constraint_dims() const override { return {"r"}; }  // compile-time in kernels
+
+  std::vector<double> cpu_reference(const Problem& p, const std::vector<std::vector<float>>& inputs) const override {
+    const Conv2d c(p);
+    const auto& img = inputs.at(0);
+    const auto& f = inputs.at(1);
+    std::vector<double> out(static_cast<size_t>(c.h * c.w));
+    for (int64_t i = 0; i < c.h; ++i)
+      for (int64_t j = 0; j < c.w; ++j) {
+        double acc = 0;
+        for (int64_t m = -c.r; m <= c.r; ++m)
+          for (int64_t n = -c.r; n <= c.r; ++n) {
+            const int64_t y = i + m, x = j + n;
+            if (y < 0 || y >= c.h || x < 0 || x >= c.w) continue;
+            acc += double(img[y * c.w + x]) * double(f[(m + c.r) * c.fw() + (n + c.r)]);
+          }
+        out[i * c.w + j] = acc;
+      }
+    return out;
+  }
+
+  void gpu_reference(const Problem& p, const std::vector<const float*>& inputs, double* out,
+                     cudaStream_t s) const override {
+    const Conv2d c(p);
+    dim3 block(32, 8);
+    dim3 grid(static_cast<unsigned>((c.w + 31) / 32), static_cast<unsigned>((c.h + 7) / 8));
+    reference_conv2d_kernel<<<grid, block, 0, s>>>(inputs.at(0), inputs.at(1), out, c.h, c.w, static_cast<int>(c.r));
+    CT_CHECK_LAUNCH();
+  }
+};
+
+}  // namespace
+
+CONVTUNE_REGISTER_FAMILY(Conv2dFamily);
+
+}  // namespace convtune
