@@ -24,6 +24,8 @@ class Family {
   virtual std::vector<Operand> operands(const Problem& p) const = 0;  // inputs first, the output last
   virtual double direct_flops(const Problem& p) const = 0;            // 2 * (input, tap) pairs summed
   virtual Problem example() const = 0;  // a representative shape, for listings and tests
+  // Small awkward shapes (odd, prime, edge cases) on which the GPU tests verify every variant.
+  virtual std::vector<Problem> test_problems() const = 0;
   // Dims that must be equal for a measured shape to stand in for another in dispatch: those that are
   // compile-time in kernels or change the operation itself.
   virtual std::vector<std::string> constraint_dims() const = 0;

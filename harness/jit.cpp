@@ -2,6 +2,7 @@
 
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,10 +30,39 @@ std::string JitProgram::describe() const {
   return out;
 }
 
+// The embedded sources a source #includes ("conv1d_common.cuh"), transitively: NVRTC gets them as headers,
+// and the cache key covers their text too.
+std::vector<std::string> included_sources(const std::string& source) {
+  std::vector<std::string> found, pending = {source};
+  while (!pending.empty()) {
+    const std::string name = pending.back();
+    pending.pop_back();
+    std::istringstream text(embedded_source(name));
+    for (std::string line; std::getline(text, line);) {
+      const auto at = line.find("#include \"");
+      if (at == std::string::npos) continue;
+      const auto open = at + 10, close = line.find('"', open);
+      const std::string inc = line.substr(open, close - open);
+      if (embedded_sources().count(inc) && std::find(found.begin(), found.end(), inc) == found.end()) {
+        found.push_back(inc);
+        pending.push_back(inc);
+      }
+    }
+  }
+  return found;
+}
+
 std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& arch) {
   const std::string& text = embedded_source(program.source);
+  const std::vector<std::string> headers = included_sources(program.source);
+  std::vector<const char*> header_texts, header_names;
+  for (const auto& h : headers) {
+    header_texts.push_back(embedded_source(h).c_str());
+    header_names.push_back(h.c_str());
+  }
   nvrtcProgram prog = nullptr;
-  CT_NVRTC(nvrtcCreateProgram(&prog, text.c_str(), program.source.c_str(), 0, nullptr, nullptr));
+  CT_NVRTC(nvrtcCreateProgram(&prog, text.c_str(), program.source.c_str(), int(headers.size()), header_texts.data(),
+                              header_names.data()));
   std::vector<std::string> options = {"--gpu-architecture=" + arch, "--std=c++17", "-default-device",
                                       "--extra-device-vectorization"};
   options.insert(options.end(), program.options.begin(), program.options.end());
@@ -126,6 +156,7 @@ std::string JitCache::key(const JitProgram& program) const {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   std::string material = embedded_source(program.source);
+  for (const auto& h : included_sources(program.source)) material += '\0' + embedded_source(h);
   material += '\0' + arch_ + '\0' + std::to_string(major) + "." + std::to_string(minor);
   for (const auto& o : program.options) material += '\0' + o;
   uint64_t h = 1469598103934665603ULL;

@@ -27,6 +27,9 @@ struct JitProgram {
   std::string describe() const;
 };
 
+// The embedded sources that `source` #includes by name, transitively (NVRTC gets them as headers).
+std::vector<std::string> included_sources(const std::string& source);
+
 // Compiles to a cubin for `arch` ("sm_90"); throws CompileError with NVRTC's log. Needs no GPU.
 std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& arch);
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "harness/error.h"
+#include "harness/family.h"
 #include "harness/variant.h"
 
 using namespace convtune;
@@ -23,6 +24,19 @@ std::vector<JitProgram> programs_to_compile() {
     for (auto& prog : v.programs(p, c))
       if (seen.insert(prog.describe()).second) out.push_back(prog);
   };
+  // Other families (a documented sample): per variant and shape of the family's test shapes and example, the
+  // first implementable config and every fifth after it.
+  for (const Family* fam : FamilyRegistry::instance().all()) {
+    if (fam->name() == "conv2d") continue;
+    std::vector<Problem> problems = fam->test_problems();
+    problems.push_back(fam->example());
+    for (const Variant* v : Registry::instance().of_family(fam->name()))
+      for (const Problem& p : problems) {
+        size_t i = 0;
+        for (const auto& c : v->space(p, dev).enumerate())
+          if (v->can_implement(p, c, dev) && i++ % 5 == 0) add(*v, p, c);
+      }
+  }
   for (const Variant* v : Registry::instance().all()) {
     for (int r = 0; r <= 16; ++r) {
       Problem p = Problem::from_json({{"family", "conv2d"}, {"h", 1000}, {"w", 999}, {"r", r}});

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <tuple>
 
 #include "harness/error.h"
 #include "harness/family.h"
@@ -51,6 +52,15 @@ class Conv1dPartsFamily : public Family {
   double direct_flops(const Problem& p) const override { return 2.0 * Conv1dParts(p).multiply_adds(); }
   Problem example() const override {
     return {kConv1dParts, {{"n", 1 << 20}, {"m", 1 << 20}, {"start", (1 << 20) - 1}, {"end", (1 << 20) + 4096}}};
+  }
+  // Full, valid, short and one-element slices of equal, unequal, odd and prime lengths.
+  std::vector<Problem> test_problems() const override {
+    std::vector<Problem> out;
+    for (auto [n, m, start, end] : {std::tuple{1, 1, 0, 1}, {5, 3, 0, 7}, {1000, 1000, 0, 1999}, {4099, 3001, 3000, 4099},
+                                    {65537, 65521, 65536, 65536 + 4097}, {20011, 50021, 12345, 12346},
+                                    {100003, 100019, 0, 200021}, {262144, 262144, 262143, 262143 + 257}})
+      out.push_back({kConv1dParts, {{"n", n}, {"m", m}, {"start", start}, {"end", end}}});
+    return out;
   }
   std::vector<std::string> constraint_dims() const override { return {}; }
 

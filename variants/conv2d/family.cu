@@ -1,3 +1,5 @@
+#include <tuple>
+
 #include "harness/cuda_raii.h"
 #include "harness/error.h"
 #include "harness/family.h"
@@ -43,6 +45,13 @@ class Conv2dFamily : public Family {
     return 2.0 * double(c.fw() * c.fw()) * double(c.h * c.w);
   }
   Problem example() const override { return {kConv2d, {{"h", 4096}, {"w", 4096}, {"r", 3}}}; }
+  std::vector<Problem> test_problems() const override {
+    std::vector<Problem> out;
+    for (auto [h, w, r] : {std::tuple{1, 1, 1}, {7, 13, 2}, {97, 31, 3}, {257, 509, 1}, {131, 67, 5}, {61, 1031, 8},
+                           {139, 83, 16}, {33, 35, 0}})
+      out.push_back({kConv2d, {{"h", h}, {"w", w}, {"r", r}}});
+    return out;
+  }
   std::vector<std::string> constraint_dims() const override { return {"r"}; }  // compile-time in kernels
 
   std::vector<double> cpu_reference(const Problem& p, const std::vector<std::vector<float>>& inputs) const override {

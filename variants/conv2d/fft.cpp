@@ -168,7 +168,7 @@ class Conv2dFft : public Variant {
     return {prob.direct_flops(), flops_variant, prob.min_bytes(), bytes_model};
   }
 
-  Tolerance tolerance(const Config&) const override { return kSpectralFp32Tolerance; }
+  Tolerance tolerance(const Problem&, const Config&) const override { return kSpectralFp32Tolerance; }
 
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache&) const override {
     const Conv2d p(prob);
