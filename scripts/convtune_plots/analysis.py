@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -87,33 +88,61 @@ class Shape:
     value: Callable            # dims -> number (None when the dims lack it)
     group: Callable            # dims -> (sort key tuple, label) of the rest of the shape
     group_label: str           # what the groups are (axis label of the best map's x axis)
+    problem: Optional[Callable] = None  # dims -> short problem label (None: the key without its family)
+    panel_prefix: str = ""     # before the group label in panel titles
+    # fnmatch patterns over short variant names: own kernels that sum products directly, and those that go
+    # through FFTs; where a family has both, time_vs_shape marks where the spectral ones take over
+    spatial: tuple = ()
+    spectral: tuple = ()
 
 
 def _g(d: dict, k: str) -> Optional[float]:
     return d.get(k)
 
 
-def _fmt_int(x: Optional[float]) -> str:
+def fmt_dim(x: Optional[float]) -> str:
+    """A dimension as text; lengths from 2^16 up that sit at a power of two (±1) as '2^26', '2^27-1', since
+    67108864 is not readable at a glance."""
     if x is None:
         return "?"
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+    if not float(x).is_integer():
+        return f"{x:g}"
+    i = int(x)
+    if i >= 1 << 16:
+        for d in (0, -1, 1):
+            if (i - d) & (i - d - 1) == 0:
+                return f"2^{(i - d).bit_length() - 1}" + (f"{d:+d}" if d else "")
+    return str(i)
+
+
+def fmt_dims(values: list) -> list:
+    """fmt_dim of each, but all as 2^k when all are powers of two and some reach 2^16 (no '4096' next to
+    '2^16' on one axis)."""
+    ints = [int(v) for v in values if float(v).is_integer() and v >= 2]
+    if len(ints) == len(values) and max(ints, default=0) >= 1 << 16 and all(i & (i - 1) == 0 for i in ints):
+        return [f"2^{i.bit_length() - 1}" for i in ints]
+    return [fmt_dim(v) for v in values]
 
 
 def _conv2d_group(d):
     h, w = _g(d, "h"), _g(d, "w")
-    label = f"{_fmt_int(h)}²" if h is not None and h == w else f"{_fmt_int(h)}×{_fmt_int(w)}"
+    label = f"{fmt_dim(h)}²" if h is not None and h == w else f"{fmt_dim(h)}×{fmt_dim(w)}"
     return ((h or 0) * (w or 0), h or 0, w or 0), label
 
 
+def _mode(d) -> str:
+    mode = _g(d, "mode")
+    return "" if mode is None else {0: "valid", 1: "full"}.get(int(mode), f"mode {fmt_dim(mode)}")
+
+
 def _conv1d_group(d):
-    n, mode = _g(d, "n"), _g(d, "mode")
-    mode_s = {0: "valid", 1: "full"}.get(int(mode), f"mode {_fmt_int(mode)}") if mode is not None else ""
-    return (n or 0, mode or 0), f"n={_fmt_int(n)}" + (f" {mode_s}" if mode_s else "")
+    n, mode = _g(d, "n"), _mode(d)
+    return (n or 0, _g(d, "mode") or 0), f"n={fmt_dim(n)}" + (f" {mode}" if mode else "")
 
 
 def _parts_group(d):
     n, m = _g(d, "n"), _g(d, "m")
-    return (n or 0, m or 0), f"n={_fmt_int(n)}, m={_fmt_int(m)}"
+    return (n or 0, m or 0), f"n={fmt_dim(n)} m={fmt_dim(m)}"
 
 
 def _parts_value(d):
@@ -133,17 +162,24 @@ _LAYER_REST = ("n", "k", "h", "w", "stride")
 def _layer_group(d):
     key = tuple(d.get(k) or 0 for k in _LAYER_REST)
     h, w = d.get("h"), d.get("w")
-    label = f"n={_fmt_int(d.get('n'))} k={_fmt_int(d.get('k'))} {_fmt_int(h)}×{_fmt_int(w)}"
+    label = f"n={fmt_dim(d.get('n'))} k={fmt_dim(d.get('k'))} {fmt_dim(h)}×{fmt_dim(w)}"
     if d.get("stride") not in (None, 1):
-        label += f" stride={_fmt_int(d.get('stride'))}"
+        label += f" stride={fmt_dim(d.get('stride'))}"
     return key, label
 
 
 SHAPES = {
     "conv2d": Shape("r", "filter radius r  (filter (2r+1)×(2r+1))", lambda d: _g(d, "r"), _conv2d_group,
-                    "image size (h×w)"),
-    "conv1d": Shape("m", "filter length m", lambda d: _g(d, "m"), _conv1d_group, "signal length n"),
-    "conv1d_parts": Shape("span", "output span end − start", _parts_value, _parts_group, "operands (n, m)"),
+                    "image size (h×w)", problem=lambda d: f"{_conv2d_group(d)[1]} r={fmt_dim(d.get('r'))}",
+                    panel_prefix="image size: "),
+    "conv1d": Shape("m", "filter length m", lambda d: _g(d, "m"), _conv1d_group, "signal length n, mode",
+                    problem=lambda d: f"n={fmt_dim(d.get('n'))} m={fmt_dim(d.get('m'))} {_mode(d)}".strip(),
+                    spatial=("direct", "overlap_discard", "overlap_add"), spectral=("*_fft",)),
+    "conv1d_parts": Shape("span", "output slice length end − start", _parts_value, _parts_group,
+                          "operand lengths (n, m)",
+                          problem=lambda d: f"{_parts_group(d)[1]} [{fmt_dim(d.get('start'))}, "
+                                            f"+{fmt_dim(_parts_value(d))})",
+                          spatial=("spatial",), spectral=("spectral",)),
 }
 for _fam in ("layer_fwd", "layer_bwd_data", "layer_bwd_filter"):
     SHAPES[_fam] = Shape("crs", "reduction length c·r·s", _layer_value, _layer_group, "layer shape")
@@ -163,7 +199,7 @@ def _generic_shape(family: str, run: Run) -> Optional[Shape]:
     rest = sorted(k for k in values if k != dim)
 
     def group(d):
-        return tuple(d.get(k) or 0 for k in rest), ",".join(f"{k}={_fmt_int(d.get(k))}" for k in rest) or "all"
+        return tuple(d.get(k) or 0 for k in rest), ",".join(f"{k}={fmt_dim(d.get(k))}" for k in rest) or "all"
 
     return Shape(dim, dim, lambda d: _g(d, dim), group, ",".join(rest) or "problem")
 
@@ -175,12 +211,47 @@ def shape_for(family: str, run: Optional[Run] = None) -> Optional[Shape]:
 
 
 def problem_label(rec: dict) -> str:
-    """A short label for a problem: '1024² r=3' for conv2d, the key without its family otherwise."""
-    fam, d = family_of(rec), dims_of(rec)
-    if fam == "conv2d" and "r" in d:
-        return f"{_conv2d_group(d)[1]} r={_fmt_int(d['r'])}"
+    """A short label for a problem: '1024² r=3', 'n=2^26 m=129 valid'; the key without its family for a
+    family the shape table does not know."""
+    shape = SHAPES.get(family_of(rec))
+    if shape and shape.problem:
+        try:
+            return shape.problem(dims_of(rec))
+        except (TypeError, ValueError):  # dims missing or not numbers: fall back to the key
+            pass
     key = str(rec.get("problem_key", ""))
     return key.split("/", 1)[1] if "/" in key else key
+
+
+def method_of(shape: Optional[Shape], variant: str) -> Optional[str]:
+    """'spatial', 'spectral' or None after the shape's patterns."""
+    name = short_variant(variant)
+    for kind, pats in (("spatial", shape.spatial if shape else ()), ("spectral", shape.spectral if shape else ())):
+        if any(fnmatch.fnmatchcase(name, p) for p in pats):
+            return kind
+    return None
+
+
+@dataclass
+class Crossover:
+    """Where the best spectral variant first beats the best spatial one, along the shape parameter."""
+
+    at: Optional[float]      # first x where spectral is faster; None: spatial faster at every x compared
+    before: Optional[float]  # the compared x below it (spatial faster there); None: spectral from the start
+    xs: list                 # the x values where both kinds have a time
+
+
+def crossover(spatial: dict, spectral: dict) -> Optional[Crossover]:
+    """From {x: best spatial ms} and {x: best spectral ms}; None when they share no x."""
+    xs = sorted(set(spatial) & set(spectral))
+    if not xs:
+        return None
+    prev = None
+    for x in xs:
+        if spectral[x] < spatial[x]:
+            return Crossover(x, prev, xs)
+        prev = x
+    return Crossover(None, prev, xs)
 
 
 def fmt_margin(m: Optional[float]) -> str:

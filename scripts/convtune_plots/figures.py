@@ -23,9 +23,13 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 from .analysis import (  # noqa: E402
     achieved_gflops,
+    crossover,
     floor_of,
+    fmt_dim,
+    fmt_dims,
     fmt_margin,
     latest_ok,
+    method_of,
     problem_label,
     select_best,
     shape_for,
@@ -50,8 +54,9 @@ matplotlib.rcParams.update(STYLE)
 LIB_MARKER, OWN_MARKER = "s", "o"
 
 
-def _colors(run: Run) -> dict:
-    return variant_colors(variant_of(r) for r in run.records)
+def _colors(run: Run, family: str) -> dict:
+    # per family: a run of several families would otherwise pass ten variants and fall to tab20's pale pairs
+    return variant_colors(variant_of(r) for r in run.records if family_of(r) == family)
 
 
 def _libraries(run: Run) -> set:
@@ -85,7 +90,7 @@ def _set_log_y(ax, values):
     ratio = max(vals) / min(vals) if vals else 1e9
     if ratio < 4:
         _log_ticks_with_minor_labels(ax, "y", (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0))
-    elif ratio < 300:
+    elif ratio < 1000:  # up to three decades 1-2-5 labels still fit
         _log_ticks_with_minor_labels(ax, "y")
     else:
         _plain_log_ticks(ax, "y")
@@ -125,7 +130,7 @@ def roofline(run: Run, family: str) -> Optional[Figure]:
     """Achieved GFLOP/s against arithmetic intensity: each variant's best ok point per problem."""
     bw, fp = run.ceilings
     best = select_best([r for r in run.records if family_of(r) == family])
-    colors, libs = _colors(run), _libraries(run)
+    colors, libs = _colors(run, family), _libraries(run)
     points = []  # (variant, i_model, i_min, gflops, record, is_winner)
     left_out = 0
     for key, choice in best.items():
@@ -172,10 +177,10 @@ def roofline(run: Run, family: str) -> Optional[Figure]:
         for p in faint:
             ax.plot([p[2], p[1]], [p[3], p[3]], color=c, lw=0.8, alpha=0.25, zorder=3)
     label_problems = len(best) <= 12  # past that the labels only clutter
-    for p in points:
-        if p[5] and label_problems:
-            ax.annotate(problem_label(p[4]), (p[1], p[3]), xytext=(5, 4), textcoords="offset points", fontsize=7,
-                        color="0.2", zorder=5)
+    tags = [ax.annotate(problem_label(p[4]), (p[1], p[3]), xytext=(5, 4), textcoords="offset points",
+                        fontsize=7, color="0.2", zorder=5,  # a veil keeps labels legible over markers
+                        bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.6))
+            for p in points if p[5] and label_problems]
 
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -217,7 +222,30 @@ def roofline(run: Run, family: str) -> Optional[Figure]:
                     fontsize=8, ha="right", va="bottom", color="0.25")
         ax.annotate(f"ridge {fp / bw:.3g} FLOP/B", (fp / bw, ylo), xytext=(-3, 4), textcoords="offset points",
                     rotation=90, fontsize=7.5, ha="right", va="bottom", color="0.3")
+    _unstack(fig, tags)
     return fig
+
+
+def _unstack(fig, texts, tries: int = 6) -> None:
+    """Puts annotations that would leave the axes on the left of their point, then moves each down a line
+    while it overlaps one placed before it: problems that differ only in a dimension the plot does not show
+    (valid and full of one n, m) land on one point."""
+    if not texts:
+        return
+    fig.draw_without_rendering()
+    for t in texts:
+        if t.get_window_extent().x1 > t.axes.get_window_extent().x1:
+            t.set_ha("right")
+            t.xyann = (-t.xyann[0], t.xyann[1])
+    placed = []
+    for t in sorted(texts, key=lambda t: -t.get_window_extent().y0):
+        for _ in range(tries):
+            bb = t.get_window_extent()
+            if not any(bb.overlaps(p) for p in placed):
+                break
+            x, y = t.xyann
+            t.xyann = (x, y - (bb.height + 1) * 72 / fig.dpi)
+        placed.append(t.get_window_extent())
 
 
 # --- 2. time vs shape parameter --------------------------------------------------------------------
@@ -253,22 +281,31 @@ def time_vs_shape(run: Run, family: str) -> Optional[Figure]:
     if len(gkeys) > max_groups:
         run.warn(f"time_vs_{shape.slug}_{family}: {len(gkeys)} shape groups, only the first {max_groups} drawn")
         gkeys = gkeys[:max_groups]
-    colors, libs = _colors(run), _libraries(run)
+    colors, libs = _colors(run, family), _libraries(run)
     nrows, ncols = _grid_shape(len(gkeys))
     fig = Figure(figsize=(4.6 * ncols + 2.2, 3.8 * nrows + 0.9), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     seen_variants = set()
-    floor_drawn = False
+    floor_drawn = crossover_drawn = False
+    below_floor = set()
     for i, gk in enumerate(gkeys):
         ax = axes[i // ncols][i % ncols]
         label, xs_by_key = groups[gk]
         variants = sorted({v for k in xs_by_key if k in best for v in best[k].per_variant})
         all_x, all_y = set(), []
+        by_kind: dict = {"spatial": {}, "spectral": {}}  # kind -> {x: best time of the kind's own variants}
         for v in variants:
-            pts = sorted((xs_by_key[k], median_ms(best[k].per_variant[v])) for k in xs_by_key
-                         if k in best and v in best[k].per_variant)
-            if not pts:
+            per_key = {k: median_ms(best[k].per_variant[v]) for k in xs_by_key
+                       if k in best and v in best[k].per_variant}
+            if not per_key:
                 continue
+            pts = sorted((xs_by_key[k], ms) for k, ms in per_key.items())
+            kind = method_of(shape, v) if v not in libs else None  # libraries are baselines, not the choice
+            for x, ms in pts:
+                if kind:
+                    by_kind[kind][x] = min(ms, by_kind[kind].get(x, math.inf))
+            if any(ms < 0.98 * floors[k] for k, ms in per_key.items() if k in floors):
+                below_floor.add(short_variant(v))
             lib = v in libs
             ax.plot([p[0] for p in pts], [p[1] for p in pts], color=colors[v], ls="--" if lib else "-",
                     marker=LIB_MARKER if lib else OWN_MARKER, ms=5, lw=1.6, label=short_variant(v) + (
@@ -289,15 +326,16 @@ def time_vs_shape(run: Run, family: str) -> Optional[Figure]:
             _plain_log_ticks(ax, "x")
             if len(xs) <= 8:  # few shapes: tick exactly those
                 ax.set_xticks(xs)
-                ax.set_xticklabels([f"{x:g}" for x in xs])
+                ax.set_xticklabels(fmt_dims(xs))
                 ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         elif xs:
             ax.set_xticks(xs)
-            ax.set_xticklabels([f"{x:g}" for x in xs])
+            ax.set_xticklabels(fmt_dims(xs))
             pad = max((xs[-1] - xs[0]) * 0.05, 0.5)
             ax.set_xlim(xs[0] - pad, xs[-1] + pad)
         _set_log_y(ax, all_y)
-        ax.set_title(f"{shape.group_label.split(' (')[0]}: {label}" if family == "conv2d" else label)
+        crossover_drawn |= _mark_crossover(ax, crossover(by_kind["spatial"], by_kind["spectral"]), shape.slug)
+        ax.set_title(shape.panel_prefix + label)
         if i // ncols == nrows - 1 or i + ncols >= len(gkeys):
             ax.set_xlabel(shape.label)
         if i % ncols == 0:
@@ -309,9 +347,38 @@ def time_vs_shape(run: Run, family: str) -> Optional[Figure]:
                       label=short_variant(v) + (" (library)" if v in libs else "")) for v in sorted(seen_variants)]
     if floor_drawn:
         handles.append(Line2D([], [], color="black", lw=0.8, label="floor_ms (roofline bound)"))
+    if crossover_drawn:
+        handles.append(Patch(color=CROSS_SHADE, label="spatial → spectral crossover\n(lies in the shaded span)"))
     fig.legend(handles=handles, loc="outside right center", frameon=False)
     fig.suptitle(_title(run, f"Median time vs {shape.label.split('  (')[0]} — {family} (best config per variant)"))
+    if below_floor:
+        # floor_ms counts direct-convolution FLOPs; a method doing less arithmetic can beat it
+        fig.supxlabel(f"below floor_ms: {', '.join(sorted(below_floor))} — fewer FLOPs than direct convolution, "
+                      "which floor_ms assumes", fontsize=7, color="0.35")
     return fig
+
+
+CROSS_SHADE = "#f2dfb5"
+
+
+def _mark_crossover(ax, cross, slug: str) -> bool:
+    """Shades the span where the best spectral variant overtakes the best spatial one (between the last x
+    where spatial is faster and the first where spectral is) and says which x that is. True when a span
+    was drawn."""
+    if cross is None:
+        return False
+    box = dict(boxstyle="round,pad=0.25", fc="white", ec="0.7", lw=0.5, alpha=0.9)
+    if cross.at is None or cross.before is None:
+        kind = "spatial" if cross.at is None else "spectral"
+        ax.text(0.98, 0.03, f"{kind} fastest at every {slug} compared", transform=ax.transAxes, ha="right",
+                va="bottom", fontsize=7.5, color="0.25", bbox=box)
+        return False
+    ax.axvspan(cross.before, cross.at, color=CROSS_SHADE, alpha=0.6, lw=0, zorder=0)
+    ax.axvline(cross.at, color="0.35", lw=0.9, ls=":", zorder=1)
+    ax.annotate(f"spectral faster\nfrom {slug}={fmt_dim(cross.at)}", (cross.at, 0.97),
+                xycoords=("data", "axes fraction"), xytext=(4, 0), textcoords="offset points", ha="left",
+                va="top", fontsize=7.5, color="0.15", bbox=box)
+    return True
 
 
 # --- 3. best-variant map ---------------------------------------------------------------------------
@@ -350,7 +417,7 @@ def best_map(run: Run, family: str) -> Optional[Figure]:
         return None
     gks = sorted(glabels)
     ys = sorted({y for _, y in cells})
-    colors = _colors(run)
+    colors = _colors(run, family)
     img = np.ones((len(ys), len(gks), 3)) * 0.93
     fig = Figure(figsize=(max(5.5, 1.9 * len(gks) + 3.2), max(3.6, 0.75 * len(ys) + 2.2)), layout="constrained")
     ax = fig.add_subplot()
@@ -380,7 +447,7 @@ def best_map(run: Run, family: str) -> Optional[Figure]:
     ax.set_xticklabels([glabels[g] for g in gks], rotation=0 if len(gks) < 6 else 30,
                        ha="center" if len(gks) < 6 else "right")
     ax.set_yticks(range(len(ys)))
-    ax.set_yticklabels([f"{y:g}" for y in ys])
+    ax.set_yticklabels(fmt_dims(ys))
     ax.set_xlabel(shape.group_label)
     ax.set_ylabel(shape.label)
     ax.grid(False)
@@ -466,7 +533,7 @@ def sensitivity(run: Run, variant: str, problem: str) -> Optional[Figure]:
     unit, k = _time_unit(hi_ms)
     shown = grid * k
     lo, hi = lo_ms * k, hi_ms * k
-    title = _title(run, f"Parameter sensitivity — {variant} on {problem}")
+    title = _title(run, f"Parameter sensitivity — {variant} on {problem_label(tried[0])}")
     width = max(5.5, 1.05 * len(xv) + 3.0, 0.078 * max(len(t) for t in title.split("\n")) + 0.8)
     fig = Figure(figsize=(width, max(3.2, 0.62 * len(yv) + 2.6)), layout="constrained")
     ax = fig.add_subplot()

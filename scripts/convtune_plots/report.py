@@ -66,6 +66,14 @@ def _cudnn_version(v):
     return str(v)
 
 
+def _fraction(rf):
+    """floor_ms / time as a percentage; as '×12.3' from ten times up, where a method doing less arithmetic than
+    direct convolution (FFT) beats the direct-FLOP floor and '1234.5%' reads badly."""
+    if rf is None:
+        return "–"
+    return f"×{rf:.3g}" if rf >= 10 else f"{100 * rf:.1f}%"
+
+
 def device_table(run: Run) -> Table:
     d = run.device
     rows = []
@@ -158,7 +166,7 @@ def best_table(run: Run) -> Table:
         margin = fmt_margin(c.margin)
         ties = str(len(c.ties)) if c.ties else ""
         rows.append([k, b["candidate"], _fmt(median_ms(b), 4), _fmt(gbps(b), 4),
-                     f"{100 * rf:.1f}%" if rf is not None else "–", ru, margin, ties])
+                     _fraction(rf), ru, margin, ties])
     return Table(["problem", "best candidate", "median ms", "GB/s", "roofline", "runner-up variant", "margin",
                   "ties"], rows, "llrrrlrr")
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Writes tests/python/fixtures/run_small/: a small hand-made run folder in convtune's format (summary.json,
-records.jsonl), deterministic (fixed seed), for the plotting tests.
+"""Writes tests/python/fixtures/run_small/ and run_conv1d/: small hand-made run folders in convtune's format
+(summary.json, records.jsonl), deterministic (fixed seed), for the plotting tests.
 
-    python3 tests/python/make_fixture.py [OUTDIR]
+    python3 tests/python/make_fixture.py                      # both, in place
+    python3 tests/python/make_fixture.py OUTDIR               # run_small into OUTDIR
+    python3 tests/python/make_fixture.py --conv1d OUTDIR      # run_conv1d into OUTDIR
 
 Six conv2d problems (h = w in {1024, 4096} x r in {1, 3, 7}) on a modelled H100; variants conv2d.constant,
 conv2d.register_tiled (several configs, eleven on the first problem for the sensitivity plot),
@@ -11,6 +13,8 @@ roofline-style model with fixed pseudo-random noise, so the plots look like a re
 not measurements. Also in it: skipped, wrong_result and runtime_error records, strategy/eval_index on five
 of the six problems (exhaustive on the 1024² ones, random on two 4096² ones), a run that did not finish
 (no 'finished' time) and a torn last line (the crash).
+
+run_conv1d (build_conv1d) is a finished run of the conv1d and conv1d_parts families, modelled the same way.
 """
 
 import json
@@ -183,7 +187,12 @@ def record(variant, cfg, h, w, r, rng, clock):
         rec["error"] = {"rel_l2": 3.2e-5, "max_abs": 2.1e-3, "max_rel": 4.4e-4, "nonfinite": 0,
                         "tolerance": tol, "pass": False}
         return rec
-    ms = model_ms(variant, cfg, h, w, r, rng)
+    return timed(rec, model_ms(variant, cfg, h, w, r, rng), rng)
+
+
+def timed(rec, ms, rng):
+    """rec as an ok record measured at ms: error, time and the derived rates."""
+    tol = {"rel_l2": 1e-5, "max_rel": 1e-4}
     rse = 0.002 + 0.006 * rng.random()
     samples = 20 + int(30 * rng.random())
     rec["error"] = {"rel_l2": 10 ** (-7 + rng.random()), "max_abs": 10 ** (-6 + rng.random()),
@@ -192,9 +201,9 @@ def record(variant, cfg, h, w, r, rng, clock):
                    "stdev_ms": ms * rse * math.sqrt(samples), "samples": samples, "rel_stderr": rse,
                    "converged": True}
     rec["cold"] = True
-    rec["gbps_effective"] = bmin / (ms * 1e-3) / 1e9
-    rec["gflops"] = flops / (ms * 1e-3) / 1e9
-    rec["roofline_fraction"] = floor / ms
+    rec["gbps_effective"] = rec["bytes_min"] / (ms * 1e-3) / 1e9
+    rec["gflops"] = rec["flops"] / (ms * 1e-3) / 1e9
+    rec["roofline_fraction"] = rec["floor_ms"] / ms
     return rec
 
 
@@ -245,8 +254,215 @@ def build():
     return summary, records, json.dumps(torn, separators=(",", ":"))
 
 
-def write(outdir):
-    summary, records, torn = build()
+# --- conv1d + conv1d_parts: fixtures/run_conv1d ---------------------------------------------------
+
+# name -> (library, complexity, overhead ms, bandwidth efficiency, FP32 efficiency, spectral)
+CONV1D_VARIANTS = {
+    "conv1d.direct": (False, 1, 0.004, 0.85, 0.40, False),
+    "conv1d.overlap_discard": (False, 2, 0.005, 0.85, 0.55, False),
+    "conv1d.overlap_add": (False, 3, 0.006, 0.80, 0.50, False),
+    "conv1d.overlap_discard_fft": (False, 4, 0.020, 0.75, 0.30, True),
+    "conv1d.overlap_add_fft": (False, 5, 0.025, 0.70, 0.30, True),
+    "conv1d.fused_fft": (False, 5, 0.012, 0.80, 0.35, True),
+    "conv1d.fft": (True, 2, 0.030, 0.75, 0.30, True),
+    "conv1d.cudnn": (True, 1, 0.015, 0.60, 0.25, False),
+    "conv1d_parts.spatial": (False, 1, 0.005, 0.80, 0.50, False),
+    "conv1d_parts.spectral": (False, 4, 0.020, 0.75, 0.30, True),
+    "conv1d_parts.fft": (True, 2, 0.030, 0.75, 0.30, True),
+}
+FUSED_MAX_FFT = 8192  # the fused kernel keeps a whole FFT in shared memory
+
+
+def rfft_flops(length):
+    return 2.5 * length * math.log2(length)
+
+
+def conv1d_candidates(n, m, first):
+    out = [("conv1d.direct", {"block": b}) for b in (128, 256)]
+    out += [("conv1d.overlap_discard", {"block": b, "per_thread": t}) for b in (128, 256) for t in (4, 8)]
+    out += [("conv1d.overlap_add", {"block_len": b}) for b in (1024, 4096)]
+    for v in ("conv1d.overlap_discard_fft", "conv1d.overlap_add_fft"):
+        out += [(v, {"fft_len": f}) for f in (4096, 16384, 65536)]
+    out += [("conv1d.fused_fft", {"fft_len": f, "threads": t}) for f in (2048, 4096, 8192)
+            for t in ((128, 256, 512) if first else (256,))]
+    out.append(("conv1d.fft", {}))
+    out += [("conv1d.cudnn", {"algo": a}) for a in ("implicit_precomp_gemm", "implicit_gemm", "fft")]
+    return out
+
+
+def conv1d_cost(variant, cfg, n, m, full):
+    """(flops, flops_variant, bytes_min, bytes_model): direct-equivalent FLOPs as the C++ family counts them
+    (2 per input-tap pair landing in the output), the variant's own arithmetic and traffic roughly."""
+    outputs = n + m - 1 if full else n - m + 1
+    flops = 2.0 * (n if full else outputs) * m
+    bmin = 4.0 * (n + m + outputs)
+    if variant in ("conv1d.direct", "conv1d.overlap_discard"):
+        tile = cfg["block"] * cfg.get("per_thread", 1)
+        return flops, flops, bmin, 4.0 * (math.ceil(outputs / tile) * (tile + m - 1) + outputs + m)
+    if variant == "conv1d.overlap_add":
+        blocks = math.ceil(n / cfg["block_len"])
+        return flops, flops, bmin, 4.0 * (n + 2 * blocks * (cfg["block_len"] + m - 1) + m)
+    if variant == "conv1d.cudnn":
+        return flops, flops, bmin, bmin * 1.3
+    if variant == "conv1d.fft":  # whole-signal FFTs at the next power of two
+        p = 1 << math.ceil(math.log2(n + m - 1))
+        return flops, 3 * rfft_flops(p) + 3.0 * p, bmin, 8.0 * p * 6
+    big = cfg["fft_len"]
+    blocks = math.ceil(outputs / max(1, big - m + 1))  # (big < 2m is skipped anyway)
+    fv = blocks * (2 * rfft_flops(big) + 3.0 * big) + rfft_flops(big)
+    per_block = {"conv1d.fused_fft": 8.0, "conv1d.overlap_discard_fft": 24.0, "conv1d.overlap_add_fft": 28.0}
+    return flops, fv, bmin, blocks * big * per_block[variant]
+
+
+def parts_macs(n, m, start, end):
+    """Multiply-adds of the output slice [start, end) of the full convolution of lengths n and m: output i
+    sums min(i + 1, min(n, m), n + m - 1 - i) products."""
+    lo, hi = min(n, m), max(n, m)
+
+    def upto(k):  # the sum over i < k, in three pieces: rising, flat, falling
+        rise = min(k, lo) * (min(k, lo) + 1) // 2
+        flat = lo * max(0, min(k, hi) - lo)
+        fall = 0
+        if k > hi:
+            a, b = lo - 1, lo + hi - 1 - k  # lo-1 down to lo+hi-k
+            fall = a * (a + 1) // 2 - b * (b + 1) // 2
+        return rise + flat + fall
+
+    return upto(end) - upto(start)
+
+
+def parts_cost(variant, cfg, n, m, start, end):
+    span = end - start
+    flops = 2.0 * parts_macs(n, m, start, end)
+    touched_a = min(n, end) - max(0, start - (m - 1))  # inputs that reach the slice
+    touched_b = min(m, end) - max(0, start - (n - 1))
+    bmin = 4.0 * (touched_a + touched_b + span)
+    if variant == "conv1d_parts.spatial":
+        return flops, flops, bmin, bmin * (1 + 64 / cfg["tile"])
+    if variant == "conv1d_parts.fft":
+        p = 1 << math.ceil(math.log2(n + m - 1))
+        return flops, 3 * rfft_flops(p) + 3.0 * p, bmin, 8.0 * p * 6
+    la, lb = cfg["l_a"], cfg["l_b"]
+    big = 2 * max(la, lb)
+    ba, bb = math.ceil(touched_a / la), math.ceil(touched_b / lb)
+    pairs = min(ba, bb) * (math.ceil(span / min(la, lb)) + 2)  # pairs whose outputs reach the slice
+    fv = (ba + bb) * rfft_flops(big) + pairs * 4.0 * big + math.ceil(span / min(la, lb)) * rfft_flops(big)
+    return flops, fv, bmin, 8.0 * big * (3 * (ba + bb) + pairs)
+
+
+def conv1d_factor(variant, cfg):
+    """How much slower than the variant's best config a config is (>= 1)."""
+    lg = math.log2
+    if variant == "conv1d.direct":
+        return 1.0 + 0.06 * (cfg["block"] == 256)
+    if variant == "conv1d.overlap_discard":
+        return 1.0 + 0.08 * abs(lg(cfg["block"] / 256)) + 0.10 * abs(lg(cfg["per_thread"] / 8))
+    if variant == "conv1d.overlap_add":
+        return 1.0 + 0.10 * abs(lg(cfg["block_len"] / 4096))
+    if variant == "conv1d.fused_fft":
+        return 1.0 + 0.12 * abs(lg(cfg["threads"] / 256)) + 0.05 * abs(lg(cfg["fft_len"] / 4096))
+    if variant == "conv1d.cudnn":
+        return 1.3 if cfg["algo"] == "implicit_gemm" else 1.0
+    if variant == "conv1d_parts.spatial":
+        return 1.0 + 0.07 * (cfg["tile"] == 128)
+    return 1.0
+
+
+def conv1d_record(family, dims, variant, cfg, costs, m, rng, clock):
+    library, complexity, ovh, eb, ef, spectral = CONV1D_VARIANTS[variant]
+    flops, fv, bmin, bmodel = costs
+    floor = max(bmin / (COPY_GBPS * 1e9), flops / (FP32_GFLOPS * 1e9)) * 1e3
+    key = family + "/" + ",".join(f"{k}={v}" for k, v in sorted(dims.items()))  # as Problem::key()
+    rec = {
+        "schema": 1, "problem": {"family": family, **dims}, "problem_key": key, "family": family,
+        "variant": variant, "library": library, "config": cfg, "candidate": candidate(variant, cfg),
+        "flops": flops, "flops_variant": fv, "bytes_min": bmin, "bytes_model": bmodel,
+        "intensity_min": flops / bmin, "intensity_model": flops / bmodel, "floor_ms": floor,
+        "complexity": complexity, "timestamp": clock(), "status": "ok",
+    }
+    big = cfg.get("fft_len")
+    if big and (big < 2 * m or (variant == "conv1d.fused_fft" and big > FUSED_MAX_FFT)):
+        rec["status"] = "skipped"
+        rec["reason"] = f"fft_len {big} < 2m = {2 * m}: less than half of each FFT block would be kept"
+        return rec
+    rec["compiled"] = not library
+    rec["compile_ms"] = 0.0 if library else round(150 + 60 * rng.random(), 1)
+    rec["kernel"] = {} if library else {"registers": 40, "threads": cfg.get("threads", cfg.get("block", 256)),
+                                        "static_smem_bytes": 0, "dynamic_smem_bytes": 8 * (big or 0),
+                                        "local_bytes": 0}
+    rec["workspace_bytes"] = int(bmodel) if spectral else 0
+    if variant == "conv1d.cudnn" and cfg["algo"] == "fft":
+        rec["status"] = "runtime_error"
+        rec["reason"] = f"cudnn: CUDNN_STATUS_NOT_SUPPORTED for algo fft with a 1x{m} filter"
+        return rec
+    if variant == "conv1d.overlap_add_fft" and big == 65536 and dims.get("mode") == 1 and m == 17:
+        rec["status"] = "wrong_result"
+        rec["reason"] = "rel_l2 2.1e-05 exceeds tolerance 1e-05"
+        rec["error"] = {"rel_l2": 2.1e-5, "max_abs": 3.0e-3, "max_rel": 2.2e-4, "nonfinite": 0,
+                        "tolerance": {"rel_l2": 1e-5, "max_rel": 1e-4}, "pass": False}
+        return rec
+    work = max((bmodel if spectral else bmin) / (COPY_GBPS * 1e9 * eb), fv / (FP32_GFLOPS * 1e9 * ef)) * 1e3
+    ms = (ovh + work * conv1d_factor(variant, cfg)) * (1 + 0.03 * (rng.random() - 0.5))
+    return timed(rec, ms, rng)
+
+
+def build_conv1d():
+    """A finished sweep over conv1d (n = 2^26 valid and full, n = 2^20 valid; m = 17, 129, 1025, 8193; with
+    strategy/eval_index) and conv1d_parts (a = b = 2^22 from the middle, a = 2^24 with b = 128 from the
+    start; slices of 2^8 to 2^20 outputs). Spatial times grow with m, spectral ones stay nearly flat."""
+    rng = random.Random(SEED + 1)
+    step = [0]
+
+    def clock():
+        step[0] += 1
+        s = 14 * 3600 + 2 * step[0]
+        return f"2026-11-22T{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}Z"
+
+    records = []
+    problems = [(1 << 26, m, mode) for mode in (0, 1) for m in (17, 129, 1025, 8193)]
+    problems += [(1 << 20, m, 0) for m in (17, 129, 1025, 8193)]
+    for i, (n, m, mode) in enumerate(problems):
+        evals = 0
+        for variant, cfg in conv1d_candidates(n, m, first=i == 0):
+            costs = conv1d_cost(variant, cfg, n, m, mode == 1)
+            rec = conv1d_record("conv1d", {"m": m, "mode": mode, "n": n}, variant, cfg, costs, m, rng, clock)
+            if rec["status"] != "skipped":
+                evals += 1
+            rec["strategy"] = "exhaustive"
+            rec["eval_index"] = evals
+            records.append(rec)
+    parts = [(1 << 22, 1 << 22, (1 << 22) - 1), (1 << 24, 128, 127)]  # (n, m, start)
+    for n, m, start in parts:
+        for span in (1 << 8, 1 << 12, 1 << 16, 1 << 20):
+            dims = {"end": start + span, "m": m, "n": n, "start": start}
+            cands = [("conv1d_parts.spatial", {"tile": t}) for t in (128, 256)]
+            cands += [("conv1d_parts.spectral", {"l_a": a, "l_b": b}) for a in (1024, 4096) for b in (1024, 4096)]
+            cands.append(("conv1d_parts.fft", {}))
+            for variant, cfg in cands:
+                costs = parts_cost(variant, cfg, n, m, start, start + span)
+                records.append(conv1d_record("conv1d_parts", dims, variant, cfg, costs, 0, rng, clock))
+    counts = {}
+    for rec in records:
+        counts[rec["status"]] = counts.get(rec["status"], 0) + 1
+    summary = {
+        "schema": 1, "tool": "convtune", "version": "0.1.0", "git_sha": "9b1d0c3e5f7a",
+        "argv": ["convtune", "sweep", "sweeps/conv1d_small.json"],
+        "spec": {"name": "conv1d_small", "problems": [{"family": "conv1d", "n": n, "m": m, "mode": mode}
+                                                      for n, m, mode in problems],
+                 "variants": ["conv1d.*", "conv1d_parts.*"], "strategy": "exhaustive"},
+        "device": DEVICE, "ceilings": {"copy_gbps": COPY_GBPS, "fp32_gflops": FP32_GFLOPS},
+        "measure": {"cold": True, "warmup": 3, "min_samples": 20, "max_samples": 200, "max_rel_stderr": 0.01,
+                    "time_cap_s": 2.0},
+        "started": "2026-11-22T14:00:00Z", "finished": clock(), "counts": counts,
+    }
+    return summary, records, None
+
+
+FIXTURES = {"run_small": build, "run_conv1d": build_conv1d}
+
+
+def write(outdir, which="run_small"):
+    summary, records, torn = FIXTURES[which]()
     os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
@@ -254,11 +470,19 @@ def write(outdir):
     with open(os.path.join(outdir, "records.jsonl"), "w") as f:
         for rec in records:
             f.write(json.dumps(rec, separators=(",", ":")) + "\n")
-        f.write(torn[: len(torn) * 3 // 5])  # no newline: the write was cut off
+        if torn:
+            f.write(torn[: len(torn) * 3 // 5])  # no newline: the write was cut off
     return len(records)
 
 
 if __name__ == "__main__":
-    out = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_OUT
-    n = write(out)
-    print(f"{out}: {n} records + a torn last line")
+    # no argument: both fixtures in place; OUTDIR: run_small there; --conv1d OUTDIR: run_conv1d there
+    args = sys.argv[1:]
+    if not args:
+        jobs = [(os.path.join(HERE, "fixtures", w), w) for w in FIXTURES]
+    elif args[0] == "--conv1d":
+        jobs = [(args[1] if len(args) > 1 else os.path.join(HERE, "fixtures", "run_conv1d"), "run_conv1d")]
+    else:
+        jobs = [(args[0], "run_small")]
+    for out, which in jobs:
+        print(f"{out}: {write(out, which)} records" + (" + a torn last line" if which == "run_small" else ""))
