@@ -158,84 +158,63 @@ json finalize_summary(const std::filesystem::path& folder, bool interrupted, con
   return summary;
 }
 
-int run_sweep_worker(const SweepSpec& spec, const std::filesystem::path& folder, const SweepOptions& options,
-                     const std::vector<std::string>& argv, std::ostream& log) {
-  require_gpu("convtune sweep");
-  const DeviceInfo dev = DeviceInfo::query(0);
-  const SweepPlan plan = make_plan(spec, dev);
-  std::filesystem::create_directories(folder);
+namespace {
 
-  std::vector<json> earlier;
+// What a worker finds in the run folder: the summary (made here on a first run) and the records so far.
+struct RunFolder {
   json summary;
+  std::vector<json> earlier;
+  Ceilings ceilings;
+};
+
+RunFolder open_run_folder(const SweepSpec& spec, const std::filesystem::path& folder, const DeviceInfo& dev,
+                          const SweepOptions& options, const std::vector<std::string>& argv, std::ostream& log) {
+  std::filesystem::create_directories(folder);
+  RunFolder run;
   if (std::filesystem::exists(folder / "summary.json")) {
-    summary = read_json(folder / "summary.json");
-    if (summary.value("device", json::object()).value("name", "") != dev.name)
-      throw InputError("--resume: " + folder.string() + " was recorded on '" + summary["device"].value("name", "?") +
+    run.summary = read_json(folder / "summary.json");
+    if (run.summary.value("device", json::object()).value("name", "") != dev.name)
+      throw InputError("--resume: " + folder.string() + " was recorded on '" + run.summary["device"].value("name", "?") +
                        "', this GPU is '" + dev.name + "'");
   }
   if (std::filesystem::exists(folder / "records.jsonl")) {
     auto read = read_records(folder / "records.jsonl");
     for (const auto& p : read.problems) log << "warning: skipping unreadable record " << p << "\n";
-    earlier = std::move(read.records);
+    run.earlier = std::move(read.records);
   }
-  const std::set<std::string> done = recorded_keys(earlier);
-
-  Ceilings ceilings;
-  if (summary.is_object() && summary.contains("ceilings")) {
-    ceilings = Ceilings::from_json(summary["ceilings"]);
+  if (run.summary.is_object() && run.summary.contains("ceilings")) {
+    run.ceilings = Ceilings::from_json(run.summary["ceilings"]);
   } else {
     if (!options.quiet && options.ceilings) log << "measuring ceilings on " << dev.name << "...\n";
-    if (options.ceilings) ceilings = measure_ceilings(dev);
-    summary = make_summary(spec, dev, ceilings, argv);
-    summary["finished"] = nullptr;
-    write_json_atomically(folder / "summary.json", summary);
+    if (options.ceilings) run.ceilings = measure_ceilings(dev);
+    run.summary = make_summary(spec, dev, run.ceilings, argv);
+    run.summary["finished"] = nullptr;
     if (!options.quiet)
       log << dev.name << " (" << dev.arch() << ", " << dev.sms << " SMs, L2 " << dev.l2_bytes / (1 << 20)
-          << " MiB): copy " << std::fixed << std::setprecision(0) << ceilings.copy_gbps << " GB/s, FP32 "
-          << ceilings.fp32_gflops << " GFLOP/s\n" << std::defaultfloat;
+          << " MiB): copy " << std::fixed << std::setprecision(0) << run.ceilings.copy_gbps << " GB/s, FP32 "
+          << run.ceilings.fp32_gflops << " GFLOP/s\n" << std::defaultfloat;
   }
-
   // The strategy's seed is kept in the summary, so that a resumed run retraces the same proposals.
-  if (!summary.contains("strategy_seed")) {
-    summary["strategy_seed"] = options.seed ? options.seed : static_cast<uint64_t>(std::time(nullptr));
-    write_json_atomically(folder / "summary.json", summary);
-  }
-  const uint64_t strategy_seed = summary["strategy_seed"].get<uint64_t>();
+  if (!run.summary.contains("strategy_seed"))
+    run.summary["strategy_seed"] = options.seed ? options.seed : static_cast<uint64_t>(std::time(nullptr));
+  write_json_atomically(folder / "summary.json", run.summary);
+  return run;
+}
 
-  JitCache jit(options.jit_cache.empty() ? JitCache::default_dir() : options.jit_cache, dev.arch());
-  precompile(plan, jit, options.compile_threads, log, options.quiet);
+using ProblemCandidates = std::pair<Problem, std::vector<const PlannedCandidate*>>;
 
-  const uint64_t seed = options.seed ? options.seed : static_cast<uint64_t>(std::time(nullptr)) ^ (uint64_t(getpid()) << 32);
-  Runner runner(dev, ceilings, spec.measure, jit, seed);
-  // Brief fidelity (successive halving's screening round): a few samples, still verified.
-  MeasureOptions brief = spec.measure;
-  brief.warmup = 1;
-  brief.min_samples = 3;
-  brief.max_samples = 5;
-  brief.max_rel_stderr = 0.05;
-  brief.time_cap_s = std::min(0.1, spec.measure.time_cap_s);
-  Runner brief_runner(dev, ceilings, brief, jit, seed + 1);
-  RecordWriter writer(folder / "records.jsonl");
-
-  g_stop_signal = 0;
-  auto old_int = std::signal(SIGINT, on_stop_signal);
-  auto old_term = std::signal(SIGTERM, on_stop_signal);
-
-  // Problems in plan order, each with its candidates.
-  std::vector<std::pair<Problem, std::vector<const PlannedCandidate*>>> problems;
+// Problems in plan order, each with its candidates.
+std::vector<ProblemCandidates> group_by_problem(const SweepPlan& plan) {
+  std::vector<ProblemCandidates> problems;
   for (const auto& c : plan.candidates) {
     if (problems.empty() || !(problems.back().first == c.problem)) problems.push_back({c.problem, {}});
     problems.back().second.push_back(&c);
   }
-  std::map<std::string, const json*> earlier_by_key;
-  for (const auto& r : earlier) earlier_by_key[record_key(r)] = &r;
-  std::vector<json> history = earlier;  // what warm start learns from
+  return problems;
+}
 
-  const auto t_start = std::chrono::steady_clock::now();
-  auto elapsed = [](auto since) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-  };
-  // Expected evaluations, for the ETA: the strategy's budget per problem.
+// Expected evaluations, for the ETA: the strategy's budget per problem.
+size_t expected_evaluations(const SweepSpec& spec, const std::vector<ProblemCandidates>& problems) {
   size_t expected = 0;
   for (const auto& [problem, planned] : problems) {
     size_t n = 0;
@@ -246,100 +225,200 @@ int run_sweep_worker(const SweepSpec& spec, const std::filesystem::path& folder,
     if (spec.budget.max_evaluations_per_problem > 0) e = std::min<size_t>(e, spec.budget.max_evaluations_per_problem);
     expected += e;
   }
-  size_t evaluated = 0;  // this worker's and the earlier ones', in plan order
-  int exit_code = kWorkerExitDone;
-  size_t problem_index = 0, measured = 0;
-  for (const auto& [problem, planned] : problems) {
-    if (exit_code != kWorkerExitDone) break;
-    const std::string key = problem.key();
-    ++problem_index;
+  return expected;
+}
+
+// Brief fidelity (successive halving's screening round): a few samples, still verified.
+MeasureOptions brief_measure(const MeasureOptions& full) {
+  MeasureOptions brief = full;
+  brief.warmup = 1;
+  brief.min_samples = 3;
+  brief.max_samples = 5;
+  brief.max_rel_stderr = 0.05;
+  brief.time_cap_s = std::min(0.1, full.time_cap_s);
+  return brief;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// One worker's pass over the plan: for each problem, the strategy proposes candidates, each is measured (or
+// its earlier record replayed) and appended. Stops early on a signal, a budget or a lost CUDA context.
+class WorkerLoop {
+ public:
+  WorkerLoop(const SweepSpec& spec, const std::filesystem::path& folder, const SweepOptions& options,
+             const DeviceInfo& dev, const RunFolder& run, JitCache& jit, std::ostream& log)
+      : spec_(spec), folder_(folder), options_(options), ceilings_(run.ceilings), log_(log),
+        strategy_seed_(run.summary["strategy_seed"].get<uint64_t>()),
+        seed_(options.seed ? options.seed : static_cast<uint64_t>(std::time(nullptr)) ^ (uint64_t(getpid()) << 32)),
+        runner_(dev, run.ceilings, spec.measure, jit, seed_),
+        brief_runner_(dev, run.ceilings, brief_measure(spec.measure), jit, seed_ + 1),
+        writer_(folder / "records.jsonl"), earlier_(run.earlier), history_(run.earlier),
+        done_(recorded_keys(run.earlier)) {
+    for (const auto& r : earlier_) earlier_by_key_[record_key(r)] = &r;
+  }
+
+  int run(const std::vector<ProblemCandidates>& problems) {
+    expected_ = expected_evaluations(spec_, problems);
+    problem_count_ = problems.size();
+    start_ = std::chrono::steady_clock::now();
+    for (const auto& [problem, planned] : problems) {
+      ++problem_index_;
+      search_problem(problem, planned);
+      if (exit_code_ != kWorkerExitDone) break;
+    }
+    return exit_code_;
+  }
+
+  double elapsed_s() const { return seconds_since(start_); }
+
+ private:
+  void record_skipped(const PlannedCandidate& c) {
+    if (done_.count(c.problem.key() + " " + candidate_name(c.variant->name(), c.config))) return;
+    json rec = Runner::skeleton(*c.variant, c.problem, c.config, ceilings_);
+    rec["status"] = status::skipped;
+    rec["reason"] = c.status.reason;
+    rec["strategy"] = spec_.strategy;
+    writer_.append(rec);
+  }
+
+  void search_problem(const Problem& problem, const std::vector<const PlannedCandidate*>& planned) {
     std::vector<SearchCandidate> cands;
     std::vector<const PlannedCandidate*> runnable;
     for (const PlannedCandidate* c : planned) {
-      if (c->status.ok) {
-        cands.push_back({c->variant, c->config});
-        runnable.push_back(c);
-      } else if (!done.count(key + " " + candidate_name(c->variant->name(), c->config))) {
-        json rec = Runner::skeleton(*c->variant, c->problem, c->config, ceilings);
-        rec["status"] = status::skipped;
-        rec["reason"] = c->status.reason;
-        rec["strategy"] = spec.strategy;
-        writer.append(rec);
+      if (!c->status.ok) {
+        record_skipped(*c);
+        continue;
       }
+      cands.push_back({c->variant, c->config});
+      runnable.push_back(c);
     }
-    if (cands.empty()) continue;
+    if (cands.empty()) return;
     StrategyOptions so;
-    so.max_evaluations = static_cast<size_t>(spec.budget.max_evaluations_per_problem);
-    so.seed = strategy_seed + problem_index;
-    if (spec.strategy == "warm") so.prior_order = warm_prior(history, problem, cands);
-    auto strategy = make_strategy(spec.strategy, cands, so);
+    so.max_evaluations = static_cast<size_t>(spec_.budget.max_evaluations_per_problem);
+    so.seed = strategy_seed_ + problem_index_;
+    if (spec_.strategy == "warm") so.prior_order = warm_prior(history_, problem, cands);
+    auto strategy = make_strategy(spec_.strategy, cands, so);
     const auto t_problem = std::chrono::steady_clock::now();
     int eval_index = 0;
     double best = 0;
     while (auto proposal = strategy->next()) {
       const PlannedCandidate& c = *runnable[proposal->index];
-      ++eval_index;
-      json rec = Runner::skeleton(*c.variant, c.problem, c.config, ceilings);
-      rec["strategy"] = spec.strategy;
-      rec["eval_index"] = eval_index;
+      json rec = Runner::skeleton(*c.variant, c.problem, c.config, ceilings_);
+      rec["strategy"] = spec_.strategy;
+      rec["eval_index"] = ++eval_index;
       rec["fidelity"] = fidelity_name(proposal->fidelity);
-      auto it = earlier_by_key.find(record_key(rec));
-      if (it != earlier_by_key.end()) {
-        rec = *it->second;  // resumed: the strategy hears the recorded result again
+      const auto earlier = earlier_by_key_.find(record_key(rec));
+      const bool replayed = earlier != earlier_by_key_.end();
+      if (replayed) {
+        rec = *earlier->second;  // resumed: the strategy hears the recorded result again
       } else {
         if (g_stop_signal) {
-          exit_code = kWorkerExitInterrupted;
-          break;
+          exit_code_ = kWorkerExitInterrupted;
+          return;
         }
-        if ((spec.budget.seconds_per_problem > 0 && elapsed(t_problem) > spec.budget.seconds_per_problem) ||
-            (spec.budget.seconds_total > 0 && elapsed(t_start) > spec.budget.seconds_total))
-          break;  // not recorded: a later run with a larger budget can resume it
-        write_json_atomically(inflight_path(folder),
-                              {{"record", rec}, {"started_unix", std::time(nullptr)}, {"pid", getpid()}});
-        Runner& r = proposal->fidelity == Fidelity::brief ? brief_runner : runner;
-        json measured_rec = r.run(*c.variant, c.problem, c.config);
-        for (const char* k : {"strategy", "eval_index", "fidelity"}) measured_rec[k] = rec[k];
-        rec = std::move(measured_rec);
-        writer.append(rec);
-        std::filesystem::remove(inflight_path(folder));
-        history.push_back(rec);
-        ++measured;
+        if (over_budget(t_problem)) return;  // not recorded: a later run with a larger budget can resume it
+        rec = measure(c, *proposal, rec);
       }
-      ++evaluated;
+      ++evaluated_;
       const bool ok = rec["status"] == status::ok;
       const double ms = ok ? rec["time"]["median_ms"].get<double>() : std::numeric_limits<double>::infinity();
       strategy->tell(*proposal, ms);
       if (ok && proposal->fidelity == Fidelity::full) best = best == 0 ? ms : std::min(best, ms);
-      if (!options.quiet && it == earlier_by_key.end()) {
-        const double el = elapsed(t_start);
-        const double eta = measured ? el / double(measured) * double(expected > evaluated ? expected - evaluated : 0) : 0;
-        log << "[" << evaluated << "/~" << expected << ", problem " << problem_index << "/" << problems.size() << "] "
-            << key << " "
-            << rec["candidate"].get<std::string>() << (proposal->fidelity == Fidelity::brief ? " (brief)" : "") << " "
-            << rec["status"].get<std::string>();
-        if (ok)
-          log << " " << std::setprecision(4) << std::defaultfloat << ms << " ms (best " << best << " ms)";
-        else if (rec.contains("reason"))
-          log << ": " << rec["reason"].get<std::string>().substr(0, 160);
-        log << "  elapsed " << fmt_seconds(el) << ", ETA " << fmt_seconds(eta) << "\n";
-      }
-      if (it == earlier_by_key.end() && rec.value("context_lost", false)) {
-        log << "the CUDA context is lost after " << rec["candidate"].get<std::string>() << "; a new worker goes on\n";
-        exit_code = kWorkerExitContextLost;
-        break;
+      if (replayed) continue;
+      report(problem, rec, *proposal, ms, best);
+      if (rec.value("context_lost", false)) {
+        log_ << "the CUDA context is lost after " << rec["candidate"].get<std::string>() << "; a new worker goes on\n";
+        exit_code_ = kWorkerExitContextLost;
+        return;
       }
     }
   }
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
-  summary = read_json(folder / "summary.json");
+
+  bool over_budget(std::chrono::steady_clock::time_point t_problem) const {
+    return (spec_.budget.seconds_per_problem > 0 && seconds_since(t_problem) > spec_.budget.seconds_per_problem) ||
+           (spec_.budget.seconds_total > 0 && elapsed_s() > spec_.budget.seconds_total);
+  }
+
+  // inflight.json names the candidate while it runs, so that the supervisor can record a crash or a hang.
+  json measure(const PlannedCandidate& c, const Proposal& proposal, const json& skeleton) {
+    write_json_atomically(inflight_path(folder_),
+                          {{"record", skeleton}, {"started_unix", std::time(nullptr)}, {"pid", getpid()}});
+    Runner& r = proposal.fidelity == Fidelity::brief ? brief_runner_ : runner_;
+    json rec = r.run(*c.variant, c.problem, c.config);
+    for (const char* k : {"strategy", "eval_index", "fidelity"}) rec[k] = skeleton[k];
+    writer_.append(rec);
+    std::filesystem::remove(inflight_path(folder_));
+    history_.push_back(rec);
+    ++measured_;
+    return rec;
+  }
+
+  // One progress line: done/expected, problem, candidate, result, best so far, elapsed, ETA.
+  void report(const Problem& problem, const json& rec, const Proposal& proposal, double ms, double best) {
+    if (options_.quiet) return;
+    const double el = elapsed_s();
+    const double eta = measured_ ? el / double(measured_) * double(expected_ > evaluated_ ? expected_ - evaluated_ : 0) : 0;
+    log_ << "[" << evaluated_ << "/~" << expected_ << ", problem " << problem_index_ << "/" << problem_count_ << "] "
+         << problem.key() << " " << rec["candidate"].get<std::string>()
+         << (proposal.fidelity == Fidelity::brief ? " (brief)" : "") << " " << rec["status"].get<std::string>();
+    if (rec["status"] == status::ok)
+      log_ << " " << std::setprecision(4) << std::defaultfloat << ms << " ms (best " << best << " ms)";
+    else if (rec.contains("reason"))
+      log_ << ": " << rec["reason"].get<std::string>().substr(0, 160);
+    log_ << "  elapsed " << fmt_seconds(el) << ", ETA " << fmt_seconds(eta) << "\n";
+  }
+
+  const SweepSpec& spec_;
+  const std::filesystem::path folder_;
+  const SweepOptions& options_;
+  const Ceilings ceilings_;
+  std::ostream& log_;
+  const uint64_t strategy_seed_, seed_;
+  Runner runner_, brief_runner_;
+  RecordWriter writer_;
+  const std::vector<json> earlier_;  // records of earlier workers, replayed to the strategy
+  std::vector<json> history_;        // earlier and new records: what warm start learns from
+  const std::set<std::string> done_;
+  std::map<std::string, const json*> earlier_by_key_;
+  std::chrono::steady_clock::time_point start_;
+  size_t expected_ = 0, evaluated_ = 0, measured_ = 0, problem_index_ = 0, problem_count_ = 0;
+  int exit_code_ = kWorkerExitDone;
+};
+
+// Adds this worker's compilations and measuring time to the summary's totals.
+void add_worker_totals(const std::filesystem::path& folder, const JitCache& jit, double measure_s) {
+  json summary = read_json(folder / "summary.json");
   json jit_totals = summary.value("jit", json{{"compiles", 0}, {"cache_hits", 0}, {"compile_ms", 0.0}});
   jit_totals["compiles"] = jit_totals["compiles"].get<int>() + jit.compiles();
   jit_totals["cache_hits"] = jit_totals["cache_hits"].get<int>() + jit.hits();
   jit_totals["compile_ms"] = jit_totals["compile_ms"].get<double>() + jit.compile_ms();
   summary["jit"] = jit_totals;
-  summary["measure_wall_s"] = summary.value("measure_wall_s", 0.0) + elapsed(t_start);
+  summary["measure_wall_s"] = summary.value("measure_wall_s", 0.0) + measure_s;
   write_json_atomically(folder / "summary.json", summary);
+}
+
+}  // namespace
+
+// plan -> open the folder (summary, earlier records, ceilings) -> compile -> search each problem -> totals.
+int run_sweep_worker(const SweepSpec& spec, const std::filesystem::path& folder, const SweepOptions& options,
+                     const std::vector<std::string>& argv, std::ostream& log) {
+  require_gpu("convtune sweep");
+  const DeviceInfo dev = DeviceInfo::query(0);
+  const SweepPlan plan = make_plan(spec, dev);
+  const RunFolder run = open_run_folder(spec, folder, dev, options, argv, log);
+  JitCache jit(options.jit_cache.empty() ? JitCache::default_dir() : options.jit_cache, dev.arch());
+  precompile(plan, jit, options.compile_threads, log, options.quiet);
+
+  g_stop_signal = 0;
+  auto old_int = std::signal(SIGINT, on_stop_signal);
+  auto old_term = std::signal(SIGTERM, on_stop_signal);
+  WorkerLoop loop(spec, folder, options, dev, run, jit, log);
+  const int exit_code = loop.run(group_by_problem(plan));
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+  add_worker_totals(folder, jit, loop.elapsed_s());
   return exit_code;
 }
 

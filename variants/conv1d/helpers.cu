@@ -18,14 +18,6 @@ __global__ void filter_as_complex_kernel(const float* h, int64_t m, cufftComplex
   GRID_STRIDE(i, n) out[i] = make_float2(i < m ? h[i] : 0.0f, 0.0f);
 }
 
-__global__ void twiddles_kernel(float2* tw, int64_t n) {
-  GRID_STRIDE(t, n) {
-    double s, c;
-    sincospi(-2.0 * double(t) / double(n), &s, &c);
-    tw[t] = make_float2(float(c), float(s));
-  }
-}
-
 __global__ void pack_overlapping_kernel(const float* x, int64_t n, int64_t shift, int64_t valid, int64_t size,
                                         int64_t total, float* batch) {
   GRID_STRIDE(t, total) {
@@ -90,11 +82,6 @@ void reverse_filter(const float* h, int64_t m, float* out, int64_t padded, cudaS
 
 void filter_as_complex(const float* h, int64_t m, cufftComplex* out, int64_t n, cudaStream_t s) {
   filter_as_complex_kernel<<<grid_for(n, 256), 256, 0, s>>>(h, m, out, n);
-  CT_CHECK_LAUNCH();
-}
-
-void make_twiddles(float2* tw, int64_t n, cudaStream_t s) {
-  twiddles_kernel<<<grid_for(n, 256), 256, 0, s>>>(tw, n);
   CT_CHECK_LAUNCH();
 }
 

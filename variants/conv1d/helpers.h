@@ -12,8 +12,6 @@ namespace convtune {
 void reverse_filter(const float* h, int64_t m, float* out, int64_t padded, cudaStream_t s);
 // out[i] = (h[i], 0) for i < m, 0 up to n: input of the filter's complex spectrum.
 void filter_as_complex(const float* h, int64_t m, cufftComplex* out, int64_t n, cudaStream_t s);
-// tw[t] = exp(-2 pi i t / n), computed in float64.
-void make_twiddles(float2* tw, int64_t n, cudaStream_t s);
 
 // Overlap-discard: window w of the batch is x[w*valid + shift + i], i < size, zero outside x.
 void pack_overlapping(const float* x, int64_t n, int64_t shift, int64_t valid, int64_t size, int64_t windows,

@@ -23,7 +23,7 @@ std::vector<json> batched_sizes() {
 
 // Windows of `size` must keep at least a quarter of their outputs: below that the transforms are mostly halo.
 Status enough_valid(const Conv1d& p, int64_t size) {
-  if (size - (p.m - 1) < size / 4)
+  if (size - (p.m - 1) < std::max<int64_t>(1, size / 4))
     return Status::no("FFT size " + std::to_string(size) + " leaves " + std::to_string(std::max<int64_t>(size - p.m + 1, 0)) +
                       " valid outputs per block for m = " + std::to_string(p.m) + " (fewer than a quarter)");
   return Status::yes();
@@ -40,14 +40,12 @@ struct Fused {
 class FusedPlan : public Plan {
  public:
   FusedPlan(const Conv1d& p, std::shared_ptr<Module> module, const Fused& f)
-      : p_(p), f_(f), module_(std::move(module)), spectrum_(size_t(f.size)), twiddles_(size_t(f.size)),
-        fft_(), windows_(div_up(p.outputs(), f.size - (p.m - 1))) {
+      : p_(p), f_(f), module_(std::move(module)), spectrum_(size_t(f.size)),
+        windows_(div_up(p.outputs(), f.size - (p.m - 1))) {
     fn_ = module_->function("conv1d_fused_fft");
     attrs_ = kernel_attributes(fn_, f.threads, int(f.smem()));
-    make_twiddles(twiddles_.get(), f.size, nullptr);
     size_t work = 0;
     CT_CUFFT(cufftMakePlan1d(fft_.get(), int(f.size), CUFFT_C2C, 1, &work));
-    CT_CUDA(cudaStreamSynchronize(nullptr));
   }
   void bind(const Operands& ops, cudaStream_t s) override {
     x_ = ops.data.at(0);
@@ -58,9 +56,8 @@ class FusedPlan : public Plan {
   }
   void run(cudaStream_t s) override {
     const cufftComplex* h = spectrum_.get();
-    const float2* tw = twiddles_.get();
     long long n = p_.n, outputs = p_.outputs(), shift = p_.full ? -(p_.m - 1) : 0;
-    void* args[] = {&x_, &h, &tw, &y_, &n, &outputs, &shift};
+    void* args[] = {&x_, &h, &y_, &n, &outputs, &shift};
     launch(fn_, dim3(unsigned(div_up(windows_, 2))), dim3(f_.threads), unsigned(f_.smem()), s, args);
   }
   KernelAttributes attributes() const override { return attrs_; }
@@ -72,7 +69,6 @@ class FusedPlan : public Plan {
   CUfunction fn_;
   KernelAttributes attrs_;
   DeviceArray<cufftComplex> spectrum_;
-  DeviceArray<float2> twiddles_;
   CufftHandle fft_;
   int64_t windows_;
   const float* x_ = nullptr;
@@ -92,7 +88,7 @@ class Conv1dFusedFft : public Variant {
   int complexity() const override { return 6; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("fft_size", "points per window (power of two)", int_values({1024, 2048, 4096, 8192, 16384}))
+        .add("fft_size", "points per window (power of two)", int_values({512, 1024, 2048, 4096, 8192, 16384}))
         .add("threads", "threads per block", int_values({128, 256, 512, 1024}));
   }
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {

@@ -1,18 +1,23 @@
-// conv1d, spectral overlap-discard fused into one kernel per pair of blocks (seed 000, 4.2 with the DFT): load
-// two overlapping input windows of N samples as the real and imaginary parts of one complex sequence, FFT it in
-// shared memory, multiply by the filter's spectrum H (N-point DFT of h, computed once in bind), inverse FFT,
-// and write the N - (M - 1) valid outputs of each window. Since h is real, conv(a + ib, h) = conv(a, h) +
-// i conv(b, h): one complex transform serves two real blocks, with no unpacking step.
+// conv1d, spectral overlap-discard fused into one kernel per pair of windows (seed 000, 4.2 with the DFT): two
+// overlapping input windows of N samples are the real and imaginary parts of one complex sequence; it is
+// transformed in registers and shared memory, multiplied by the filter's spectrum H (N-point DFT of h, made once
+// in bind), transformed back, and the N - (M - 1) valid outputs of each window are written. Since h is real,
+// conv(a + ib, h) = conv(a, h) + i conv(b, h): one complex transform serves two real windows, with no unpacking.
 //
-// The FFT is a Stockham autosort (radix 8, then one radix-2 or radix-4 pass), in place in shared memory: each
-// thread reads its butterflies' inputs into registers, the block synchronises, then each thread writes.
-// The inverse is conj(FFT(conj(X))) / N. Shared memory rows are padded by one element every 32 so that the
-// strided writes of the early passes spread over the banks.
-// Compile-time: N (power of two), THREADS, M (filter length).
+// The FFT is a Stockham autosort of radix-16 passes (the last one radix 2, 4 or 8), in place in shared memory:
+// each thread reads its butterflies' points into registers, the block synchronises, each thread writes. The first
+// forward pass reads the windows straight from global memory, the last forward pass multiplies by H before it
+// writes, and the last inverse pass writes the outputs straight to global memory: the signal crosses shared
+// memory 5 times for N = 4096 instead of 11. The inverse is conj(FFT(conj(X))) / N. Shared memory rows are
+// padded by one element every 32 so that the strided writes of the early passes spread over the banks.
+// Compile-time: N (power of two, >= 256), THREADS, M (filter length).
 #include "conv1d_common.cuh"
 
 #define PADDED(i) ((i) + ((i) >> 5))
 #define VALID (N - (M - 1))
+#ifndef RADIX
+#define RADIX 16
+#endif
 
 __device__ __forceinline__ float2 cmul(float2 a, float2 b) {
   return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
@@ -39,12 +44,42 @@ __device__ __forceinline__ void dft4(float2& a0, float2& a1, float2& a2, float2&
   a2 = x2;
 }
 
+// exp(-2 pi i e / 16) for a compile-time e: the radix-16 butterfly's inner twiddles.
+__device__ __forceinline__ float2 w16(int e) {
+  const float c1 = 0.92387953251128674f, s1 = 0.38268343236508978f, r2 = 0.70710678118654752f;
+  switch (e & 15) {
+    case 0: return make_float2(1.0f, 0.0f);
+    case 1: return make_float2(c1, -s1);
+    case 2: return make_float2(r2, -r2);
+    case 3: return make_float2(s1, -c1);
+    case 4: return make_float2(0.0f, -1.0f);
+    case 6: return make_float2(-r2, -r2);
+    default: return make_float2(-c1, s1);  // 9, the only other product n2 * k1 of two digits below 4
+  }
+}
+
+// 16 points as 4 x 4: DFT4 down the columns (n = 4 n1 + n2 over n1), twiddle by w16(n2 k1), DFT4 along the rows.
+__device__ __forceinline__ void dft16(float2 (&v)[16]) {
+#pragma unroll
+  for (int n2 = 0; n2 < 4; ++n2) dft4(v[n2], v[4 + n2], v[8 + n2], v[12 + n2]);
+  // now v[4 k1 + n2] holds column n2's output k1
+#pragma unroll
+  for (int k1 = 1; k1 < 4; ++k1)
+#pragma unroll
+    for (int n2 = 1; n2 < 4; ++n2) v[4 * k1 + n2] = cmul(v[4 * k1 + n2], w16(n2 * k1));
+#pragma unroll
+  for (int k1 = 0; k1 < 4; ++k1) dft4(v[4 * k1], v[4 * k1 + 1], v[4 * k1 + 2], v[4 * k1 + 3]);
+  // v[4 k1 + k2] = X[k1 + 4 k2]: slot<16>() reads it in place, with no register-hungry transpose.
+}
+
 template <int R>
 __device__ __forceinline__ void dft(float2 (&v)[R]) {
   if constexpr (R == 2) {
     dft2(v[0], v[1]);
   } else if constexpr (R == 4) {
     dft4(v[0], v[1], v[2], v[3]);
+  } else if constexpr (R == 16) {
+    dft16(v);
   } else {  // R == 8: two DFT4 of the even and odd points, joined with the twiddles exp(-2 pi i k / 8)
     dft4(v[0], v[2], v[4], v[6]);
     dft4(v[1], v[3], v[5], v[7]);
@@ -52,81 +87,108 @@ __device__ __forceinline__ void dft(float2 (&v)[R]) {
     v[3] = cmul(v[3], make_float2(c, -c));
     v[5] = times_minus_i(v[5]);
     v[7] = cmul(v[7], make_float2(-c, -c));
-    float2 out[8];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      out[k] = cadd(v[2 * k], v[2 * k + 1]);
-      out[k + 4] = csub(v[2 * k], v[2 * k + 1]);
-    }
-#pragma unroll
-    for (int k = 0; k < 8; ++k) v[k] = out[k];
+    for (int k = 0; k < 4; ++k) dft2(v[2 * k], v[2 * k + 1]);  // v[2k] = X_k, v[2k + 1] = X_{k+4}
   }
 }
 
+// Where dft<R>() leaves output r: the butterflies write their results in place, in a permuted order.
+template <int R>
+__device__ constexpr int slot(int r) {
+  return R == 16 ? 4 * (r % 4) + r / 4 : R == 8 ? (r < 4 ? 2 * r : 2 * (r - 4) + 1) : r;
+}
+
+// Where a pass reads its points and where it writes them.
+enum Source { kWindows, kShared };
+enum Sink { kToShared, kTimesSpectrum, kOutputs };
+
+// The pass's view of the kernel's arguments.
+struct Io {
+  const float* __restrict__ x;
+  const float2* spectrum;
+  float* __restrict__ y;
+  long long n, outputs, shift, out0, out1;
+};
+
 // One Stockham pass of radix R after NS points per group are done: butterfly j takes points j + r*N/R, twiddles
-// them by exp(-2 pi i r k / (NS R)) with k = j mod NS (tw[t] = exp(-2 pi i t / N)), and writes them to
-// (j - k) R + k + r NS.
-template <int R, int NS>
-__device__ __forceinline__ void stockham_pass(float2* s, const float2* __restrict__ tw) {
+// them by w^r with w = exp(-2 pi i k / (NS R)), k = j mod NS (w from sincospif, its powers by repeated
+// products: about r ulp), and writes them to (j - k) R + k + r NS.
+template <int R, int NS, Source SRC, Sink DST>
+__device__ __forceinline__ void stockham_pass(float2* z, const Io& io) {
   constexpr int B = N / R, PER = (B + THREADS - 1) / THREADS;
   float2 v[PER][R];
 #pragma unroll
   for (int p = 0; p < PER; ++p) {
     const int j = threadIdx.x + p * THREADS;
-    if (B % THREADS == 0 || j < B) {
+    if (B % THREADS != 0 && j >= B) continue;
 #pragma unroll
-      for (int r = 0; r < R; ++r) v[p][r] = s[PADDED(j + r * B)];
+    for (int r = 0; r < R; ++r) {
+      const int i = j + r * B;
+      v[p][r] = SRC == kWindows ? make_float2(load_or_zero(io.x, io.out0 + io.shift + i, io.n),
+                                              load_or_zero(io.x, io.out1 + io.shift + i, io.n))
+                                : z[PADDED(i)];
     }
   }
-  __syncthreads();
+  if (SRC == kShared && DST != kOutputs) __syncthreads();  // everyone has read before anyone overwrites
 #pragma unroll
   for (int p = 0; p < PER; ++p) {
     const int j = threadIdx.x + p * THREADS;
     if (B % THREADS != 0 && j >= B) continue;
     const int k = j & (NS - 1);
     if constexpr (NS > 1) {
+      float2 w1;  // computed, not loaded: a read-only table load would be hoisted above the barriers
+      sincospif(-2.0f * float(k) / float(NS * R), &w1.y, &w1.x);
+      float2 w = w1;
 #pragma unroll
-      for (int r = 1; r < R; ++r) v[p][r] = cmul(v[p][r], __ldg(tw + r * k * (N / (NS * R))));
+      for (int r = 1; r < R; ++r) {
+        v[p][r] = cmul(v[p][r], w);
+        w = cmul(w, w1);
+      }
     }
     dft<R>(v[p]);
     const int base = (j - k) * R + k;
 #pragma unroll
-    for (int r = 0; r < R; ++r) s[PADDED(base + r * NS)] = v[p][r];
+    for (int r = 0; r < R; ++r) {
+      const int f = base + r * NS;
+      const float2 out = v[p][slot<R>(r)];
+      if constexpr (DST == kToShared) {
+        z[PADDED(f)] = out;
+      } else if constexpr (DST == kTimesSpectrum) {  // the inverse's input: conj(Z H)
+        const float2 t = cmul(out, io.spectrum[f]);  // a plain load stays below the barrier
+        z[PADDED(f)] = make_float2(t.x, -t.y);
+      } else if (f >= M - 1) {  // the result is conj(this) / N: window 0 in x, window 1 in -y
+        const long long o = f - (M - 1);
+        if (io.out0 + o < io.outputs) io.y[io.out0 + o] = out.x * (1.0f / N);
+        if (io.out1 + o < io.outputs) io.y[io.out1 + o] = -out.y * (1.0f / N);
+      }
+    }
   }
-  __syncthreads();
+  if (DST != kOutputs) __syncthreads();
 }
 
-template <int NS>
-__device__ __forceinline__ void fft_in_shared(float2* s, const float2* __restrict__ tw) {
+// The passes of one transform, from the group size NS on: radix 16 while it divides, then the rest.
+template <int NS, Source FIRST_SRC, Sink LAST_DST>
+__device__ __forceinline__ void fft_passes(float2* z, const Io& io) {
   if constexpr (NS < N) {
-    constexpr int R = N / NS >= 8 ? 8 : N / NS;
-    stockham_pass<R, NS>(s, tw);
-    fft_in_shared<NS * R>(s, tw);
+    constexpr int R = N / NS >= RADIX ? RADIX : N / NS;
+    constexpr Source src = NS == 1 ? FIRST_SRC : kShared;
+    constexpr Sink dst = NS * R == N ? LAST_DST : kToShared;
+    stockham_pass<R, NS, src, dst>(z, io);
+    fft_passes<NS * R, FIRST_SRC, LAST_DST>(z, io);
   }
 }
 
 // Block i handles windows 2i and 2i+1; window w covers inputs [w*VALID + shift, + N) and yields outputs
 // [w*VALID, + VALID). shift = 0 (valid) or -(m-1) (full), as for the spatial overlap-discard.
 extern "C" __global__ void __launch_bounds__(THREADS)
-conv1d_fused_fft(const float* __restrict__ x, const float2* __restrict__ spectrum, const float2* __restrict__ tw,
-                 float* __restrict__ y, long long n, long long outputs, long long shift) {
+conv1d_fused_fft(const float* __restrict__ x, const float2* spectrum, float* __restrict__ y, long long n,
+                 long long outputs, long long shift) {
   extern __shared__ float2 z[];
-  const long long out0 = 2LL * blockIdx.x * VALID, out1 = out0 + VALID;
+  const long long out0 = 2LL * blockIdx.x * VALID;
+  const Io io{x, spectrum, y, n, outputs, shift, out0, out0 + VALID};
   for (int i = threadIdx.x; i < N; i += THREADS)
-    z[PADDED(i)] = make_float2(load_or_zero(x, out0 + shift + i, n), load_or_zero(x, out1 + shift + i, n));
+    z[PADDED(i)] = make_float2(load_or_zero(x, io.out0 + shift + i, n), load_or_zero(x, io.out1 + shift + i, n));
   __syncthreads();
-  fft_in_shared<1>(z, tw);
-  for (int i = threadIdx.x; i < N; i += THREADS) {
-    const float2 v = cmul(z[PADDED(i)], __ldg(spectrum + i));
-    z[PADDED(i)] = make_float2(v.x, -v.y);
-  }
-  __syncthreads();
-  fft_in_shared<1>(z, tw);
-  const float scale = 1.0f / N;
-  for (int i = (M - 1) + threadIdx.x; i < N; i += THREADS) {
-    const float2 v = z[PADDED(i)];
-    const long long o = i - (M - 1);
-    if (out0 + o < outputs) y[out0 + o] = v.x * scale;
-    if (out1 + o < outputs) y[out1 + o] = -v.y * scale;
-  }
+  fft_passes<1, kShared, kTimesSpectrum>(z, io);
+  fft_passes<1, kShared, kOutputs>(z, io);
 }
