@@ -14,6 +14,7 @@
 
 #include "harness/error.h"
 #include "harness/variant.h"
+#include "variants/conv1d_parts/parts.h"
 #include "variants/conv1d_parts/parts_common.h"
 
 using namespace convtune;
@@ -194,6 +195,25 @@ TEST(PartsVariants, CostModelsByHand) {
   EXPECT_DOUBLE_EQ(f.bytes_model, 28712.0);
   // The smooth policy pads 511 to 512 too (2^9 is 7-smooth).
   EXPECT_DOUBLE_EQ(get("conv1d_parts.fft").cost(p, {{"size_policy", "smooth"}}).bytes_model, 28712.0);
+}
+
+TEST(PartsVariants, ToleranceOfTheDirectSumGrowsWithItsLength) {
+  const Config c = {{"l_a", 64}, {"l_b", 64}, {"threads", 64}, {"coarsen", 2}};
+  const Variant& spatial = get("conv1d_parts.spatial");
+  // Output 12345 of 20011 x 50021 sums 12346 terms: 2e-7 * sqrt(12346) = 2.22e-5 > the 1e-5 floor.
+  const Problem one = parts_problem(20011, 50021, 12345, 12346);
+  EXPECT_EQ(Conv1dParts(one).longest_sum(), 12346);
+  EXPECT_NEAR(spatial.tolerance(one, c).rel_l2, 2e-7 * std::sqrt(12346.0), 1e-15);
+  EXPECT_NEAR(spatial.tolerance(one, c).max_rel, 2e-6 * std::sqrt(12346.0), 1e-14);
+  // Full 1000 x 1000: the middle output sums 1000 terms, under the floor.
+  EXPECT_EQ(Conv1dParts(parts_problem(1000, 1000, 0, 1999)).longest_sum(), 1000);
+  EXPECT_DOUBLE_EQ(spatial.tolerance(parts_problem(1000, 1000, 0, 1999), c).rel_l2, 1e-5);
+  // Slices on the rising, flat and falling parts of terms(i).
+  EXPECT_EQ(Conv1dParts(parts_problem(4099, 3001, 3000, 4099)).longest_sum(), 3001);
+  EXPECT_EQ(Conv1dParts(parts_problem(4099, 3001, 0, 10)).longest_sum(), 10);
+  EXPECT_EQ(Conv1dParts(parts_problem(4099, 3001, 7000, 7099)).longest_sum(), 4099 + 3001 - 1 - 7000);
+  // The spectral variants' error does not grow with the sum's length.
+  EXPECT_DOUBLE_EQ(get("conv1d_parts.fft").tolerance(one, {{"size_policy", "pow2"}}).rel_l2, kSpectralFp32Tolerance.rel_l2);
 }
 
 TEST(PartsVariants, RefusalsSayWhy) {

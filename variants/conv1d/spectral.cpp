@@ -33,17 +33,18 @@ Status enough_valid(const Conv1d& p, int64_t size) {
 
 struct Fused {
   int64_t size;
-  int threads;
+  int threads, radix;
   int64_t smem() const { return 8 * (size + size / 32); }  // complex points, padded every 32
 };
 
 class FusedPlan : public Plan {
  public:
-  FusedPlan(const Conv1d& p, std::shared_ptr<Module> module, const Fused& f)
+  FusedPlan(const Conv1d& p, std::shared_ptr<Module> module, const Fused& f, int sms)
       : p_(p), f_(f), module_(std::move(module)), spectrum_(size_t(f.size)),
-        windows_(div_up(p.outputs(), f.size - (p.m - 1))) {
+        pairs_(div_up(div_up(p.outputs(), f.size - (p.m - 1)), 2)) {
     fn_ = module_->function("conv1d_fused_fft");
     attrs_ = kernel_attributes(fn_, f.threads, int(f.smem()));
+    grid_ = std::min<int64_t>(pairs_, int64_t(sms) * std::max(1, attrs_.blocks_per_sm));
     size_t work = 0;
     CT_CUFFT(cufftMakePlan1d(fft_.get(), int(f.size), CUFFT_C2C, 1, &work));
   }
@@ -56,9 +57,9 @@ class FusedPlan : public Plan {
   }
   void run(cudaStream_t s) override {
     const cufftComplex* h = spectrum_.get();
-    long long n = p_.n, outputs = p_.outputs(), shift = p_.full ? -(p_.m - 1) : 0;
-    void* args[] = {&x_, &h, &y_, &n, &outputs, &shift};
-    launch(fn_, dim3(unsigned(div_up(windows_, 2))), dim3(f_.threads), unsigned(f_.smem()), s, args);
+    long long n = p_.n, outputs = p_.outputs(), shift = p_.full ? -(p_.m - 1) : 0, pairs = pairs_;
+    void* args[] = {&x_, &h, &y_, &n, &outputs, &shift, &pairs};
+    launch(fn_, dim3(unsigned(grid_)), dim3(f_.threads), unsigned(f_.smem()), s, args);
   }
   KernelAttributes attributes() const override { return attrs_; }
 
@@ -70,12 +71,12 @@ class FusedPlan : public Plan {
   KernelAttributes attrs_;
   DeviceArray<cufftComplex> spectrum_;
   CufftHandle fft_;
-  int64_t windows_;
+  int64_t pairs_, grid_;
   const float* x_ = nullptr;
   float* y_ = nullptr;
 };
 
-Fused fused_of(const Config& c) { return {cfg(c, "fft_size"), cfg(c, "threads")}; }
+Fused fused_of(const Config& c) { return {cfg(c, "fft_size"), cfg(c, "threads"), cfg(c, "radix")}; }
 
 class Conv1dFusedFft : public Variant {
  public:
@@ -89,7 +90,8 @@ class Conv1dFusedFft : public Variant {
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
         .add("fft_size", "points per window (power of two)", int_values({512, 1024, 2048, 4096, 8192, 16384}))
-        .add("threads", "threads per block", int_values({128, 256, 512, 1024}));
+        .add("threads", "threads per block", int_values({128, 256, 512, 1024}))
+        .add("radix", "largest Stockham pass radix (16: fewer passes; 8: fewer live registers)", int_values({8, 16}));
   }
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {
     const Conv1d p(prob);
@@ -110,10 +112,12 @@ class Conv1dFusedFft : public Variant {
   }
   Tolerance tolerance(const Problem&, const Config&) const override { return kSpectralFp32Tolerance; }
   std::vector<JitProgram> programs(const Problem& p, const Config& c) const override {
-    return {{"conv1d_fused_fft.cuh", {def("N", cfg(c, "fft_size")), def("THREADS", cfg(c, "threads")), def("M", p.at("m"))}}};
+    return {{"conv1d_fused_fft.cuh",
+             {def("N", cfg(c, "fft_size")), def("THREADS", cfg(c, "threads")), def("M", p.at("m")),
+              def("RADIX", cfg(c, "radix"))}}};
   }
-  std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache& jit) const override {
-    return std::make_unique<FusedPlan>(Conv1d(prob), jit.module(programs(prob, c).front()), fused_of(c));
+  std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo& dev, JitCache& jit) const override {
+    return std::make_unique<FusedPlan>(Conv1d(prob), jit.module(programs(prob, c).front()), fused_of(c), dev.sms);
   }
 };
 

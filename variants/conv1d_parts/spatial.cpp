@@ -3,6 +3,7 @@
 // (kernels/conv1d_parts_spatial.cuh) into an interval buffer, and the gather sums the divisions into the slice.
 // The baseline the seed compares the spectral version against: l_a * l_b multiply-adds per pair.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -129,9 +130,12 @@ class Conv1dPartsSpatial : public Variant {
     if (direct_work(k, c) > kMaxDirectWork)
       return Status::no("direct work of " + std::to_string(k.pairs) + " pairs x " + std::to_string(c.l_a) + " x " +
                         std::to_string(c.l_b) + " multiply-adds > 2^45");
-    if (4.0 * double(k.intervals) * double(c.stride()) > kMaxIntervalBytes)
+    const double interval_bytes = 4.0 * double(k.intervals) * double(c.stride());
+    if (interval_bytes > kMaxIntervalBytes)
       return Status::no("the interval buffer (" + std::to_string(k.intervals) + " intervals x " +
                         std::to_string(c.stride()) + " floats) is over 2 GiB");
+    if (dev.global_mem_bytes > 0 && interval_bytes + 8.0 * double(k.pairs) > 0.5 * double(dev.global_mem_bytes))
+      return Status::no("the interval buffer and pair lists need over half the device memory");
     return Status::yes();
   }
 
@@ -145,6 +149,13 @@ class Conv1dPartsSpatial : public Variant {
     const double interval_writes = 4.0 * double(k.intervals) * double(c.interval());
     const double gather = 4.0 * double(k.covered) + 4.0 * double(p.outputs());
     return {prob.direct_flops(), 2.0 * direct_work(k, c), prob.min_bytes(), loads + interval_writes + gather};
+  }
+
+  // A direct fp32 sum: rounding grows like sqrt(terms) (random signs), so the bound does too (the bound of
+  // conv1d's direct variants, with the slice's longest sum as the length).
+  Tolerance tolerance(const Problem& prob, const Config&) const override {
+    const double rel = std::max(1e-5, 2e-7 * std::sqrt(double(Conv1dParts(prob).longest_sum())));
+    return {rel, 10 * rel};
   }
 
   std::vector<JitProgram> programs(const Problem&, const Config& cfg) const override {

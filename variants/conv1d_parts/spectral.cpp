@@ -35,12 +35,13 @@ struct SpectralShape {
   int64_t rows() const { return counts.used_a + counts.used_b; }  // blocks transformed
   double block_spectra_bytes() const { return 8.0 * double(rows()) * double(bins); }
   double interval_spectra_bytes() const { return 8.0 * double(counts.intervals) * double(bins); }
-  // Padded blocks, their spectra, interval spectra, interval values, and about one more spectrum buffer of
-  // the larger batch for cuFFT's work area (an estimate: the exact size is known once the plans are made).
+  // Padded blocks, their spectra, interval spectra, interval values, the pair lists, and about one more
+  // spectrum buffer of the larger batch for cuFFT's work area (an estimate: its size is known once the plans
+  // are made).
   double workspace_bytes() const {
     const double real = 4.0 * double(padded) * double(rows() + counts.intervals);
     const double spectra = block_spectra_bytes() + interval_spectra_bytes();
-    return real + spectra + std::max(block_spectra_bytes(), interval_spectra_bytes());
+    return real + spectra + 8.0 * double(counts.pairs) + std::max(block_spectra_bytes(), interval_spectra_bytes());
   }
 };
 

@@ -10,7 +10,7 @@
 // writes, and the last inverse pass writes the outputs straight to global memory: the signal crosses shared
 // memory 5 times for N = 4096 instead of 11. The inverse is conj(FFT(conj(X))) / N. Shared memory rows are
 // padded by one element every 32 so that the strided writes of the early passes spread over the banks.
-// Compile-time: N (power of two, >= 256), THREADS, M (filter length).
+// Compile-time: N (power of two, >= 256), THREADS, M (filter length), RADIX (16 or 8: the largest pass radix).
 #include "conv1d_common.cuh"
 
 #define PADDED(i) ((i) + ((i) >> 5))
@@ -113,57 +113,81 @@ struct Io {
 // One Stockham pass of radix R after NS points per group are done: butterfly j takes points j + r*N/R, twiddles
 // them by w^r with w = exp(-2 pi i k / (NS R)), k = j mod NS (w from sincospif, its powers by repeated
 // products: about r ulp), and writes them to (j - k) R + k + r NS.
+template <int R, Source SRC>
+__device__ __forceinline__ void read_points(float2 (&v)[R], int j, const float2* z, const Io& io) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int i = j + r * (N / R);
+    v[r] = SRC == kWindows ? make_float2(load_or_zero(io.x, io.out0 + io.shift + i, io.n),
+                                         load_or_zero(io.x, io.out1 + io.shift + i, io.n))
+                           : z[PADDED(i)];
+  }
+}
+
+template <int R, int NS, Sink DST>
+__device__ __forceinline__ void finish_butterfly(float2 (&v)[R], int j, float2* z, const Io& io) {
+  const int k = j & (NS - 1);
+  if constexpr (NS > 1) {
+    float2 w1;  // computed, not loaded: a read-only table load would be hoisted above the barriers
+    sincospif(-2.0f * float(k) / float(NS * R), &w1.y, &w1.x);
+    float2 w = w1;
+#pragma unroll
+    for (int r = 1; r < R; ++r) {
+      v[r] = cmul(v[r], w);
+      w = cmul(w, w1);
+    }
+  }
+  dft<R>(v);
+  const int base = (j - k) * R + k;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int f = base + r * NS;
+    const float2 out = v[slot<R>(r)];
+    if constexpr (DST == kToShared) {
+      z[PADDED(f)] = out;
+    } else if constexpr (DST == kTimesSpectrum) {  // the inverse's input: conj(Z H)
+      const float2 t = cmul(out, io.spectrum[f]);  // a plain load stays below the barrier
+      z[PADDED(f)] = make_float2(t.x, -t.y);
+    } else if (f >= M - 1) {  // the result is conj(this) / N: window 0 in x, window 1 in -y
+      const long long o = f - (M - 1);
+      if (io.out0 + o < io.outputs) io.y[io.out0 + o] = out.x * (1.0f / N);
+      if (io.out1 + o < io.outputs) io.y[io.out1 + o] = -out.y * (1.0f / N);
+    }
+  }
+}
+
+// One Stockham pass of radix R after NS points per group are done: butterfly j takes points j + r*N/R, twiddles
+// them by w^r with w = exp(-2 pi i k / (NS R)), k = j mod NS (w from sincospif, its powers by repeated
+// products: about r ulp), and writes them to (j - k) R + k + r NS. In place, so every thread reads all its
+// butterflies' points before the barrier; the last pass writes only global memory and goes one butterfly at a
+// time, holding fewer registers.
 template <int R, int NS, Source SRC, Sink DST>
 __device__ __forceinline__ void stockham_pass(float2* z, const Io& io) {
   constexpr int B = N / R, PER = (B + THREADS - 1) / THREADS;
-  float2 v[PER][R];
+  if constexpr (DST == kOutputs) {
 #pragma unroll
-  for (int p = 0; p < PER; ++p) {
-    const int j = threadIdx.x + p * THREADS;
-    if (B % THREADS != 0 && j >= B) continue;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int i = j + r * B;
-      v[p][r] = SRC == kWindows ? make_float2(load_or_zero(io.x, io.out0 + io.shift + i, io.n),
-                                              load_or_zero(io.x, io.out1 + io.shift + i, io.n))
-                                : z[PADDED(i)];
+    for (int p = 0; p < PER; ++p) {
+      const int j = threadIdx.x + p * THREADS;
+      if (B % THREADS != 0 && j >= B) continue;
+      float2 v[R];
+      read_points<R, SRC>(v, j, z, io);
+      finish_butterfly<R, NS, DST>(v, j, z, io);
     }
+  } else {
+    float2 v[PER][R];
+#pragma unroll
+    for (int p = 0; p < PER; ++p) {
+      const int j = threadIdx.x + p * THREADS;
+      if (B % THREADS == 0 || j < B) read_points<R, SRC>(v[p], j, z, io);
+    }
+    if (SRC == kShared) __syncthreads();  // everyone has read before anyone overwrites
+#pragma unroll
+    for (int p = 0; p < PER; ++p) {
+      const int j = threadIdx.x + p * THREADS;
+      if (B % THREADS == 0 || j < B) finish_butterfly<R, NS, DST>(v[p], j, z, io);
+    }
+    __syncthreads();
   }
-  if (SRC == kShared && DST != kOutputs) __syncthreads();  // everyone has read before anyone overwrites
-#pragma unroll
-  for (int p = 0; p < PER; ++p) {
-    const int j = threadIdx.x + p * THREADS;
-    if (B % THREADS != 0 && j >= B) continue;
-    const int k = j & (NS - 1);
-    if constexpr (NS > 1) {
-      float2 w1;  // computed, not loaded: a read-only table load would be hoisted above the barriers
-      sincospif(-2.0f * float(k) / float(NS * R), &w1.y, &w1.x);
-      float2 w = w1;
-#pragma unroll
-      for (int r = 1; r < R; ++r) {
-        v[p][r] = cmul(v[p][r], w);
-        w = cmul(w, w1);
-      }
-    }
-    dft<R>(v[p]);
-    const int base = (j - k) * R + k;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int f = base + r * NS;
-      const float2 out = v[p][slot<R>(r)];
-      if constexpr (DST == kToShared) {
-        z[PADDED(f)] = out;
-      } else if constexpr (DST == kTimesSpectrum) {  // the inverse's input: conj(Z H)
-        const float2 t = cmul(out, io.spectrum[f]);  // a plain load stays below the barrier
-        z[PADDED(f)] = make_float2(t.x, -t.y);
-      } else if (f >= M - 1) {  // the result is conj(this) / N: window 0 in x, window 1 in -y
-        const long long o = f - (M - 1);
-        if (io.out0 + o < io.outputs) io.y[io.out0 + o] = out.x * (1.0f / N);
-        if (io.out1 + o < io.outputs) io.y[io.out1 + o] = -out.y * (1.0f / N);
-      }
-    }
-  }
-  if (DST != kOutputs) __syncthreads();
 }
 
 // The passes of one transform, from the group size NS on: radix 16 while it divides, then the rest.
@@ -178,17 +202,29 @@ __device__ __forceinline__ void fft_passes(float2* z, const Io& io) {
   }
 }
 
-// Block i handles windows 2i and 2i+1; window w covers inputs [w*VALID + shift, + N) and yields outputs
+// Pair i is windows 2i and 2i+1; window w covers inputs [w*VALID + shift, + N) and yields outputs
 // [w*VALID, + VALID). shift = 0 (valid) or -(m-1) (full), as for the spatial overlap-discard.
+// A persistent grid: block b takes the pairs b, b + gridDim.x, ...; before it transforms one pair it asks L2 to
+// fetch the next pair's inputs, so that their DRAM reads overlap this pair's arithmetic (with one or two blocks
+// per SM nothing else would overlap them).
+__device__ __forceinline__ void prefetch_inputs(const Io& io, long long pair) {
+  const long long first = 2 * pair * VALID + io.shift, count = 2LL * VALID + (M - 1);
+  for (long long i = threadIdx.x * 32LL; i < count; i += THREADS * 32LL) {
+    const long long at = first + i;
+    if (at >= 0 && at < io.n) asm volatile("prefetch.global.L2 [%0];" ::"l"(io.x + at));
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS)
 conv1d_fused_fft(const float* __restrict__ x, const float2* spectrum, float* __restrict__ y, long long n,
-                 long long outputs, long long shift) {
+                 long long outputs, long long shift, long long pairs) {
   extern __shared__ float2 z[];
-  const long long out0 = 2LL * blockIdx.x * VALID;
-  const Io io{x, spectrum, y, n, outputs, shift, out0, out0 + VALID};
-  for (int i = threadIdx.x; i < N; i += THREADS)
-    z[PADDED(i)] = make_float2(load_or_zero(x, io.out0 + shift + i, n), load_or_zero(x, io.out1 + shift + i, n));
-  __syncthreads();
-  fft_passes<1, kShared, kTimesSpectrum>(z, io);
-  fft_passes<1, kShared, kOutputs>(z, io);
+  for (long long pair = blockIdx.x; pair < pairs; pair += gridDim.x) {
+    if (pair + gridDim.x < pairs) prefetch_inputs(Io{x, spectrum, y, n, outputs, shift, 0, 0}, pair + gridDim.x);
+    const long long out0 = 2 * pair * VALID;
+    const Io io{x, spectrum, y, n, outputs, shift, out0, out0 + VALID};
+    fft_passes<1, kWindows, kTimesSpectrum>(z, io);
+    fft_passes<1, kShared, kOutputs>(z, io);
+    __syncthreads();  // the next pair's first pass overwrites shared memory the last pass may still read
+  }
 }

@@ -9,6 +9,10 @@
 // k range covers every term of its outputs; terms past a block's ends read zeros from the padding around
 // both shared blocks, so the loop has no bounds checks and no divergence. b's buffer is skewed (one spare
 // word every 32) because lanes read it COARSEN words apart.
+// An output sums up to min(L_A, L_B) terms per pair over thousands of pairs: one float running sum drifts
+// past the direct-method tolerance (its error grows like eps * terms, against a result ~ sqrt(terms)). So the
+// FMAs go into short plain sums of GROUP_STEPS terms, each added to a compensated (Kahan) total: the error then
+// grows like eps * sqrt(terms * GROUP_STEPS), for 4 extra flops per GROUP_STEPS FMAs.
 // Compile-time: L_A, L_B, THREADS, COARSEN (a power of two <= 32).
 #define INTERVAL (L_A + L_B - 1)      // values of one interval
 #define STRIDE (L_A + L_B)            // floats between intervals in the output buffer
@@ -18,6 +22,15 @@
 #define B_PAD (WARP_SPAN + COARSEN)   // zeros each side of b's block: the farthest o - k reaches
 #define B_LEN (L_B + 2 * B_PAD)
 #define SKEW(u) ((u) + ((u) >> 5))
+#define GROUP_STEPS (COARSEN > 32 ? COARSEN : 32)  // k steps per plain sum (a multiple of COARSEN)
+
+// sum += x, carrying the rounding error of each addition in `lost`.
+__device__ __forceinline__ void add_compensated(float& sum, float& lost, float x) {
+  const float y = x - lost;
+  const float t = sum + y;
+  lost = (t - sum) - y;
+  sum = t;
+}
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 conv1d_parts_spatial(const float* __restrict__ a, long long n, const float* __restrict__ b, long long m,
@@ -39,9 +52,9 @@ conv1d_parts_spatial(const float* __restrict__ a, long long n, const float* __re
     // k with a nonzero term for some output of the warp: 0 <= k < L_A and 0 <= o - k < L_B.
     const int k_lo = max(0, warp_first - L_B + 1);
     const int k_end = min(L_A, warp_first + WARP_SPAN);
-    float acc[COARSEN];
+    float total[COARSEN], lost[COARSEN];
 #pragma unroll
-    for (int c = 0; c < COARSEN; ++c) acc[c] = 0.0f;
+    for (int c = 0; c < COARSEN; ++c) total[c] = lost[c] = 0.0f;
 
     for (long long p = p_begin; p < p_end; ++p) {
       __syncthreads();  // the previous pair's blocks are no longer read
@@ -54,20 +67,27 @@ conv1d_parts_spatial(const float* __restrict__ a, long long n, const float* __re
       float w[COARSEN];  // w[c] = b[first + c - k]
 #pragma unroll
       for (int c = 0; c < COARSEN; ++c) w[c] = sb[SKEW(first + c - k_lo + B_PAD)];
-      for (int k = k_lo; k < k_end; k += COARSEN) {
+      for (int group = k_lo; group < k_end; group += GROUP_STEPS) {
+        float acc[COARSEN];
 #pragma unroll
-        for (int s = 0; s < COARSEN; ++s) {
-          const float av = sa[k + s];
+        for (int c = 0; c < COARSEN; ++c) acc[c] = 0.0f;
+        for (int k = group; k < min(group + GROUP_STEPS, k_end); k += COARSEN) {
 #pragma unroll
-          for (int c = 0; c < COARSEN; ++c) acc[c] = fmaf(av, w[c], acc[c]);
+          for (int s = 0; s < COARSEN; ++s) {
+            const float av = sa[k + s];
 #pragma unroll
-          for (int c = COARSEN - 1; c > 0; --c) w[c] = w[c - 1];
-          w[0] = sb[SKEW(first - (k + s) - 1 + B_PAD)];
+            for (int c = 0; c < COARSEN; ++c) acc[c] = fmaf(av, w[c], acc[c]);
+#pragma unroll
+            for (int c = COARSEN - 1; c > 0; --c) w[c] = w[c - 1];
+            w[0] = sb[SKEW(first - (k + s) - 1 + B_PAD)];
+          }
         }
+#pragma unroll
+        for (int c = 0; c < COARSEN; ++c) add_compensated(total[c], lost[c], acc[c]);
       }
     }
 #pragma unroll
     for (int c = 0; c < COARSEN; ++c)
-      if (first + c < INTERVAL) out[first + c] = acc[c];
+      if (first + c < INTERVAL) out[first + c] = total[c];
   }
 }
