@@ -153,9 +153,11 @@ ParamSpace cudnn_forward_space() {
   return ParamSpace().add("algo", "cudnnConvolutionFwdAlgo_t (cuDNN refuses some per shape at prepare time)", names);
 }
 
-bool cudnn_algo_is_spectral(const Config& c) {
+Tolerance cudnn_tolerance(const Config& c, Tolerance direct) {
   const std::string algo = c.at("algo").get<std::string>();
-  return algo.rfind("fft", 0) == 0 || algo.rfind("winograd", 0) == 0;
+  if (algo.rfind("fft", 0) == 0) return kSpectralFp32Tolerance;
+  if (algo.rfind("winograd", 0) == 0) return {kSpectralFp32Tolerance.rel_l2, 5e-3};
+  return direct;
 }
 
 Status cudnn_algo_known(const Config& c) {

@@ -25,7 +25,9 @@ struct CudnnShape {
 const std::vector<std::pair<std::string, cudnnConvolutionFwdAlgo_t>>& cudnn_forward_algos();
 ParamSpace cudnn_forward_space();          // one "algo" parameter, every forward algorithm
 Status cudnn_algo_known(const Config& c);  // the config names a forward algorithm
-bool cudnn_algo_is_spectral(const Config& c);  // fft* and winograd*: spectral tolerance
+// The tolerance of an algorithm: direct ones get `direct`; fft* the spectral one; winograd* a looser max error
+// (its transforms amplify rounding at isolated outputs: seen 1.3e-3 of max |ref| on an H100).
+Tolerance cudnn_tolerance(const Config& c, Tolerance direct);
 // Throws Unsupported when cuDNN refuses the algorithm for this shape or its workspace does not fit.
 std::unique_ptr<Plan> make_cudnn_forward_plan(const CudnnShape& shape, const Config& c);
 

@@ -340,7 +340,7 @@ TEST(Conv1dCost, SpectralWorkGrowsLikeNLogN) {
   EXPECT_DOUBLE_EQ(od.cost(twenty, s4096).flops_variant, 2 * od.cost(ten, s4096).flops_variant);
   // Fused: two real windows per complex transform pair (forward + inverse): 5 blocks.
   const Variant& fused = get("conv1d.fused_fft");
-  EXPECT_DOUBLE_EQ(fused.cost(ten, {{"fft_size", 4096}, {"threads", 256}}).flops_variant,
+  EXPECT_DOUBLE_EQ(fused.cost(ten, {{"fft_size", 4096}, {"threads", 256}, {"radix", 16}, {"grid", "per_pair"}}).flops_variant,
                    5 * (2 * 5 * S * 12 + 6 * S));
   // Overlap-add: blocks of S - 32 inputs: n = 10 (S - 32) is 10 blocks.
   const Variant& oa = get("conv1d.overlap_add_fft");
@@ -392,7 +392,7 @@ TEST(Conv1dConstraints, KStepNeedsEnoughSteps) {
 TEST(Conv1dConstraints, FusedFftNeedsAQuarterValidAndSharedMemory) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   const Variant& v = get("conv1d.fused_fft");
-  const Config c1024 = {{"fft_size", 1024}, {"threads", 128}};
+  const Config c1024 = {{"fft_size", 1024}, {"threads", 128}, {"radix", 16}, {"grid", "per_pair"}};
   // 1024 - (m - 1) < 256 refuses: m = 770 keeps 255; m = 769 keeps exactly a quarter.
   expect_refused(v.can_implement(c1d(100000, 770, 1), c1024, dev), "fewer than a quarter", "m = 770");
   EXPECT_TRUE(contains(v.can_implement(c1d(100000, 770, 1), c1024, dev).reason, "255")) << "valid count";
@@ -402,7 +402,7 @@ TEST(Conv1dConstraints, FusedFftNeedsAQuarterValidAndSharedMemory) {
                  "fewer than a quarter", "batched m = 770");
 
   // 16384 points: 8 * (16384 + 512) = 135168 B of shared memory: fits 227 KiB, not 100 KiB.
-  const Config c16k = {{"fft_size", 16384}, {"threads", 1024}};
+  const Config c16k = {{"fft_size", 16384}, {"threads", 1024}, {"radix", 16}, {"grid", "per_pair"}};
   EXPECT_TRUE(v.can_implement(c1d(1 << 20, 33, 1), c16k, dev).ok);
   DeviceInfo small = dev;
   small.max_smem_per_block_optin = 100 * 1024;
@@ -410,7 +410,7 @@ TEST(Conv1dConstraints, FusedFftNeedsAQuarterValidAndSharedMemory) {
   expect_refused(s, "shared memory 135168 B", "16384 on a 100 KiB device");
   EXPECT_TRUE(contains(s.reason, std::to_string(100 * 1024))) << s.reason;
   // A size outside the declared values (32768: 270336 B) does not fit even the H100.
-  expect_refused(v.can_implement(c1d(1 << 20, 33, 1), {{"fft_size", 32768}, {"threads", 1024}}, dev),
+  expect_refused(v.can_implement(c1d(1 << 20, 33, 1), {{"fft_size", 32768}, {"threads", 1024}, {"radix", 16}, {"grid", "per_pair"}}, dev),
                  "shared memory 270336 B", "32768 on sm90");
 }
 

@@ -259,7 +259,7 @@ TEST(PartsVariants, RefusalsSayWhy) {
           {{"l_a", 8192}, {"l_b", 8192}, {"threads", 256}, {"coarsen", 8}}, "l_a=8192 is outside [64, 4096]");
   // 2^24 x 2^24 in blocks of 4096: 2^24 pairs x 2^24 multiply-adds = 2^48.
   refused("conv1d_parts.spatial", parts_problem(big, big, 0, 2 * big - 1),
-          {{"l_a", 4096}, {"l_b", 4096}, {"threads", 256}, {"coarsen", 16}}, "multiply-adds > 2^45");
+          {{"l_a", 4096}, {"l_b", 4096}, {"threads", 256}, {"coarsen", 16}}, "multiply-adds > 2^42");
 
   refused("conv1d_parts.fft", small, {{"size_policy", "odd"}}, "unknown size_policy");
   EXPECT_TRUE(get("conv1d_parts.fft").can_implement(small, {{"size_policy", "smooth"}}, dev).ok);

@@ -27,8 +27,7 @@ class Conv1dCudnn : public Variant {
     return {prob.direct_flops(), prob.direct_flops(), prob.min_bytes(), prob.min_bytes()};
   }
   Tolerance tolerance(const Problem& prob, const Config& c) const override {
-    if (cudnn_algo_is_spectral(c)) return kSpectralFp32Tolerance;
-    return direct_tolerance(prob.at("m"));
+    return cudnn_tolerance(c, direct_tolerance(prob.at("m")));
   }
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache&) const override {
     const Conv1d p(prob);

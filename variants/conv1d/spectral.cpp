@@ -34,6 +34,7 @@ Status enough_valid(const Conv1d& p, int64_t size) {
 struct Fused {
   int64_t size;
   int threads, radix;
+  bool persistent;
   int64_t smem() const { return 8 * (size + size / 32); }  // complex points, padded every 32
 };
 
@@ -44,7 +45,7 @@ class FusedPlan : public Plan {
         pairs_(div_up(div_up(p.outputs(), f.size - (p.m - 1)), 2)) {
     fn_ = module_->function("conv1d_fused_fft");
     attrs_ = kernel_attributes(fn_, f.threads, int(f.smem()));
-    grid_ = std::min<int64_t>(pairs_, int64_t(sms) * std::max(1, attrs_.blocks_per_sm));
+    grid_ = f.persistent ? std::min<int64_t>(pairs_, int64_t(sms) * std::max(1, attrs_.blocks_per_sm)) : pairs_;
     size_t work = 0;
     CT_CUFFT(cufftMakePlan1d(fft_.get(), int(f.size), CUFFT_C2C, 1, &work));
   }
@@ -76,7 +77,9 @@ class FusedPlan : public Plan {
   float* y_ = nullptr;
 };
 
-Fused fused_of(const Config& c) { return {cfg(c, "fft_size"), cfg(c, "threads"), cfg(c, "radix")}; }
+Fused fused_of(const Config& c) {
+  return {cfg(c, "fft_size"), cfg(c, "threads"), cfg(c, "radix"), c.at("grid") == "persistent"};
+}
 
 class Conv1dFusedFft : public Variant {
  public:
@@ -91,7 +94,9 @@ class Conv1dFusedFft : public Variant {
     return ParamSpace()
         .add("fft_size", "points per window (power of two)", int_values({512, 1024, 2048, 4096, 8192, 16384}))
         .add("threads", "threads per block", int_values({128, 256, 512, 1024}))
-        .add("radix", "largest Stockham pass radix (16: fewer passes; 8: fewer live registers)", int_values({8, 16}));
+        .add("radix", "largest Stockham pass radix (16: fewer passes; 8: fewer live registers)", int_values({8, 16}))
+        .add("grid", "one block per pair of windows, or persistent blocks that prefetch their next pair into L2",
+             {"per_pair", "persistent"});
   }
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {
     const Conv1d p(prob);
@@ -114,7 +119,7 @@ class Conv1dFusedFft : public Variant {
   std::vector<JitProgram> programs(const Problem& p, const Config& c) const override {
     return {{"conv1d_fused_fft.cuh",
              {def("N", cfg(c, "fft_size")), def("THREADS", cfg(c, "threads")), def("M", p.at("m")),
-              def("RADIX", cfg(c, "radix"))}}};
+              def("RADIX", cfg(c, "radix")), def("PERSISTENT", c.at("grid") == "persistent")}}};
   }
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo& dev, JitCache& jit) const override {
     return std::make_unique<FusedPlan>(Conv1d(prob), jit.module(programs(prob, c).front()), fused_of(c), dev.sms);

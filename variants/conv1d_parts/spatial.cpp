@@ -19,7 +19,7 @@ using parts::PartsCounts;
 
 constexpr int64_t kMinBlock = 64, kMaxBlock = 4096;
 constexpr int64_t kMaxPairs = int64_t(1) << 26;
-constexpr double kMaxDirectWork = double(int64_t(1) << 45);  // multiply-adds
+constexpr double kMaxDirectWork = double(int64_t(1) << 42);  // multiply-adds: ~1 s at the measured rate
 constexpr double kMaxIntervalBytes = 2.0 * (int64_t(1) << 30);
 
 struct SpatialConfig {
@@ -129,7 +129,7 @@ class Conv1dPartsSpatial : public Variant {
       return Status::no(std::to_string(k.pairs) + " block pairs > 2^26: longer blocks cut the schedule");
     if (direct_work(k, c) > kMaxDirectWork)
       return Status::no("direct work of " + std::to_string(k.pairs) + " pairs x " + std::to_string(c.l_a) + " x " +
-                        std::to_string(c.l_b) + " multiply-adds > 2^45");
+                        std::to_string(c.l_b) + " multiply-adds > 2^42");
     const double interval_bytes = 4.0 * double(k.intervals) * double(c.stride());
     if (interval_bytes > kMaxIntervalBytes)
       return Status::no("the interval buffer (" + std::to_string(k.intervals) + " intervals x " +

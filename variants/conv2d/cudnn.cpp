@@ -34,7 +34,7 @@ class Conv2dCudnn : public Variant {
   }
 
   Tolerance tolerance(const Problem&, const Config& c) const override {
-    return cudnn_algo_is_spectral(c) ? kSpectralFp32Tolerance : kDirectFp32Tolerance;
+    return cudnn_tolerance(c, kDirectFp32Tolerance);
   }
 
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache&) const override {

@@ -10,7 +10,8 @@
 // writes, and the last inverse pass writes the outputs straight to global memory: the signal crosses shared
 // memory 5 times for N = 4096 instead of 11. The inverse is conj(FFT(conj(X))) / N. Shared memory rows are
 // padded by one element every 32 so that the strided writes of the early passes spread over the banks.
-// Compile-time: N (power of two, >= 256), THREADS, M (filter length), RADIX (16 or 8: the largest pass radix).
+// Compile-time: N (power of two, >= 256), THREADS, M (filter length), RADIX (16 or 8: the largest pass radix),
+// PERSISTENT (0 or 1).
 #include "conv1d_common.cuh"
 
 #define PADDED(i) ((i) + ((i) >> 5))
@@ -204,9 +205,9 @@ __device__ __forceinline__ void fft_passes(float2* z, const Io& io) {
 
 // Pair i is windows 2i and 2i+1; window w covers inputs [w*VALID + shift, + N) and yields outputs
 // [w*VALID, + VALID). shift = 0 (valid) or -(m-1) (full), as for the spatial overlap-discard.
-// A persistent grid: block b takes the pairs b, b + gridDim.x, ...; before it transforms one pair it asks L2 to
+// PERSISTENT: a grid of as many blocks as fit at once; block b takes the pairs b, b + gridDim.x, ...; before it transforms one pair it asks L2 to
 // fetch the next pair's inputs, so that their DRAM reads overlap this pair's arithmetic (with one or two blocks
-// per SM nothing else would overlap them).
+// per SM nothing else would overlap them). Otherwise one block per pair.
 __device__ __forceinline__ void prefetch_inputs(const Io& io, long long pair) {
   const long long first = 2 * pair * VALID + io.shift, count = 2LL * VALID + (M - 1);
   for (long long i = threadIdx.x * 32LL; i < count; i += THREADS * 32LL) {
@@ -219,8 +220,13 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 conv1d_fused_fft(const float* __restrict__ x, const float2* spectrum, float* __restrict__ y, long long n,
                  long long outputs, long long shift, long long pairs) {
   extern __shared__ float2 z[];
+#if PERSISTENT
   for (long long pair = blockIdx.x; pair < pairs; pair += gridDim.x) {
     if (pair + gridDim.x < pairs) prefetch_inputs(Io{x, spectrum, y, n, outputs, shift, 0, 0}, pair + gridDim.x);
+#else
+  {
+    const long long pair = blockIdx.x;
+#endif
     const long long out0 = 2 * pair * VALID;
     const Io io{x, spectrum, y, n, outputs, shift, out0, out0 + VALID};
     fft_passes<1, kWindows, kTimesSpectrum>(z, io);
