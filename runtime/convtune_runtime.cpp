@@ -1,5 +1,6 @@
 #include "convtune_runtime.h"
 
+#include <algorithm>
 #include <iostream>
 #include <set>
 #include <stdexcept>
@@ -7,6 +8,7 @@
 #include "harness/device.h"
 #include "harness/dispatch.h"
 #include "harness/error.h"
+#include "harness/family.h"
 #include "harness/jit.h"
 #include "harness/records.h"
 #include "harness/sweep.h"
@@ -16,28 +18,58 @@ namespace convtune_runtime {
 
 using convtune::json;
 
-struct Conv2d::Impl {
+namespace {
+
+std::string describe(const std::string& path, const std::string& family, const std::map<std::string, int64_t>& dims) {
+  std::string s = "convtune_runtime::Convolution(" + path + ", " + family;
+  for (const auto& [k, v] : dims) s += ", " + k + "=" + std::to_string(v);
+  return s + ")";
+}
+
+struct Try {
+  std::string variant;
+  json config;  // null: the variant's first config that can_implement accepts
+  std::string rule;
+};
+
+// The family's simplest non-library variant: lowest complexity(), then the first by name.
+const convtune::Variant* simplest_variant(const std::string& family) {
+  const convtune::Variant* best = nullptr;
+  for (const convtune::Variant* v : convtune::Registry::instance().of_family(family)) {
+    if (v->library()) continue;
+    if (!best || v->complexity() < best->complexity() ||
+        (v->complexity() == best->complexity() && v->name() < best->name()))
+      best = v;
+  }
+  return best;
+}
+
+}  // namespace
+
+struct Convolution::Impl {
   convtune::Problem problem;
+  std::vector<Operand> operands;
   std::string candidate, rule;
   std::unique_ptr<convtune::JitCache> jit;  // declared before plan: outlives it
   std::unique_ptr<convtune::Plan> plan;
-  const float* filter = nullptr;
-  const float* in = nullptr;
-  float* out = nullptr;
-
-  void bind(cudaStream_t s) {
-    convtune::Operands ops;
-    ops.data = {const_cast<float*>(in), const_cast<float*>(filter), out};
-    plan->bind(ops, s);
-  }
+  bool bound = false;
 };
 
-Conv2d::Conv2d(const std::string& dispatch_json_path, int h, int w, int r) : impl_(std::make_unique<Impl>()) {
+Convolution::Convolution(const std::string& dispatch_json_path, const std::string& family,
+                         const std::map<std::string, int64_t>& dims)
+    : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  const std::string where = "convtune_runtime::Conv2d(" + dispatch_json_path + ", h=" + std::to_string(h) +
-                            ", w=" + std::to_string(w) + ", r=" + std::to_string(r) + ")";
+  const std::string where = describe(dispatch_json_path, family, dims);
   try {
-    m.problem = convtune::Problem::from_json({{"family", "conv2d"}, {"h", h}, {"w", w}, {"r", r}}, "conv2d");
+    json problem = json::object();
+    for (const auto& [k, v] : dims) {
+      if (k == "family") throw convtune::InputError("problem.family: give the family as its own argument, not a dim");
+      problem[k] = v;
+    }
+    problem["family"] = family;
+    m.problem = convtune::Problem::from_json(problem, "problem");
+    for (const convtune::Operand& o : m.problem.operands()) m.operands.push_back({o.name, o.elements});
+
     const json dispatch = convtune::read_json(dispatch_json_path);
     const convtune::Lookup pick = convtune::lookup(dispatch, m.problem);
 
@@ -49,35 +81,52 @@ Conv2d::Conv2d(const std::string& dispatch_json_path, int h, int w, int r) : imp
     const convtune::DeviceInfo dev = convtune::DeviceInfo::query(ordinal);
     m.jit = std::make_unique<convtune::JitCache>(convtune::JitCache::default_dir(), dev.arch());
 
-    // In order: the table's choice, the family's safe default, the simplest kernel. A later one is
-    // used when an earlier one cannot run here (another GPU, a radius beyond a kernel's limit...).
-    struct Try {
-      std::string variant;
-      json config;
-      std::string rule;
-    };
+    // In order: the table's choice, the family's default in the table, the family's simplest kernel.
+    // A later one is used when an earlier one cannot run here (another GPU, a shape beyond a kernel's
+    // limit, a config this convtune's variant does not have...).
     std::vector<Try> tries = {{pick.entry.at("variant").get<std::string>(), pick.entry.at("config"), pick.rule}};
     const json defaults = dispatch.value("fallback", json::object()).value("defaults", json::object());
-    if (defaults.contains("conv2d"))
-      tries.push_back({defaults["conv2d"].at("variant").get<std::string>(), defaults["conv2d"].at("config"), "default"});
-    if (const convtune::Variant* simplest = convtune::Registry::instance().find("conv2d.constant"))
-      tries.push_back({simplest->name(), simplest->space(m.problem, dev).enumerate().front(), "default"});
+    if (defaults.contains(m.problem.family)) {
+      const json& d = defaults[m.problem.family];
+      tries.push_back({d.at("variant").get<std::string>(), d.at("config"), "default"});
+    }
+    if (const convtune::Variant* simplest = simplest_variant(m.problem.family))
+      tries.push_back({simplest->name(), nullptr, "simplest"});
 
     std::string why;
     std::set<std::string> tried;
     for (const Try& t : tries) {
-      const std::string name = convtune::candidate_name(t.variant, t.config);
-      if (!tried.insert(name).second) continue;
+      std::string name = t.variant;
       try {
         const convtune::Variant& v = convtune::Registry::instance().get(t.variant);
-        v.space(m.problem, dev).check_config(t.config, name);
-        const convtune::Status st = v.can_implement(m.problem, t.config, dev);
+        if (v.family() != m.problem.family)
+          throw std::runtime_error("a variant of family " + v.family() + ", not " + m.problem.family);
+        const convtune::ParamSpace space = v.space(m.problem, dev);
+        json config = t.config;
+        if (config.is_null()) {
+          std::string refused;
+          for (const convtune::Config& c : space.enumerate()) {
+            const convtune::Status st = v.can_implement(m.problem, c, dev);
+            if (st) {
+              config = c;
+              break;
+            }
+            if (refused.empty()) refused = st.reason;
+          }
+          if (config.is_null())
+            throw std::runtime_error("no config of its space can run" + (refused.empty() ? "" : " (" + refused + ")"));
+        }
+        name = convtune::candidate_name(t.variant, config);
+        if (!tried.insert(name).second) continue;
+        space.check_config(config, name);
+        const convtune::Status st = v.can_implement(m.problem, config, dev);
         if (!st) throw std::runtime_error(st.reason);
-        m.plan = v.prepare(m.problem, t.config, dev, *m.jit);
+        m.plan = v.prepare(m.problem, config, dev, *m.jit);
         m.candidate = name;
         m.rule = t.rule;
         // A fallback costs speed the application would not otherwise notice.
-        if (!why.empty()) std::cerr << "convtune_runtime: using " << name << " for " << m.problem.key() << ":" << why << "\n";
+        if (!why.empty())
+          std::cerr << "convtune_runtime: using " << name << " for " << m.problem.key() << ":" << why << "\n";
         return;
       } catch (const std::exception& e) {
         why += "\n  " + name + " cannot run: " + e.what();
@@ -89,29 +138,59 @@ Conv2d::Conv2d(const std::string& dispatch_json_path, int h, int w, int r) : imp
   }
 }
 
-Conv2d::~Conv2d() = default;
+Convolution::~Convolution() = default;
 
-const std::string& Conv2d::candidate() const { return impl_->candidate; }
-const std::string& Conv2d::rule() const { return impl_->rule; }
+const std::string& Convolution::family() const { return impl_->problem.family; }
+const std::map<std::string, int64_t>& Convolution::dims() const { return impl_->problem.dims; }
+const std::vector<Operand>& Convolution::operands() const { return impl_->operands; }
+const std::string& Convolution::candidate() const { return impl_->candidate; }
+const std::string& Convolution::rule() const { return impl_->rule; }
 
-// bind() takes all operands at once; rebinding costs a filter transform for some candidates (FFT),
-// so it happens only when the filter or the run's pointers change.
+void Convolution::bind(const std::vector<const float*>& inputs, float* output, cudaStream_t s) {
+  Impl& m = *impl_;
+  const std::string where = "convtune_runtime::Convolution::bind(" + m.problem.key() + ")";
+  if (inputs.size() + 1 != m.operands.size()) {
+    std::string names;
+    for (size_t i = 0; i + 1 < m.operands.size(); ++i) names += (i ? ", " : "") + m.operands[i].name;
+    throw std::runtime_error(where + ": " + std::to_string(inputs.size()) + " inputs given, " +
+                             std::to_string(m.operands.size() - 1) + " expected (" + names + ")");
+  }
+  convtune::Operands ops;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) throw std::runtime_error(where + ": null " + m.operands[i].name);
+    ops.data.push_back(const_cast<float*>(inputs[i]));  // inputs are only read
+  }
+  if (!output) throw std::runtime_error(where + ": null " + m.operands.back().name);
+  ops.data.push_back(output);
+  m.bound = false;
+  m.plan->bind(ops, s);
+  m.bound = true;
+}
+
+void Convolution::run(cudaStream_t s) {
+  if (!impl_->bound)
+    throw std::runtime_error("convtune_runtime::Convolution::run(" + impl_->problem.key() + "): call bind first");
+  impl_->plan->run(s);
+}
+
+Conv2d::Conv2d(const std::string& dispatch_json_path, int h, int w, int r)
+    : conv_(dispatch_json_path, "conv2d", {{"h", h}, {"w", w}, {"r", r}}) {}
+
 void Conv2d::set_filter(const float* d_filter, cudaStream_t s) {
   if (!d_filter) throw std::runtime_error("convtune_runtime::Conv2d::set_filter: null filter");
-  impl_->filter = d_filter;
-  impl_->bind(s);
+  filter_ = d_filter;
+  if (in_ && out_) conv_.bind({in_, filter_}, out_, s);  // else at the first run, which knows them
 }
 
 void Conv2d::run(const float* d_in, float* d_out, cudaStream_t s) {
-  Impl& m = *impl_;
-  if (!m.filter) throw std::runtime_error("convtune_runtime::Conv2d::run: call set_filter first");
+  if (!filter_) throw std::runtime_error("convtune_runtime::Conv2d::run: call set_filter first");
   if (!d_in || !d_out) throw std::runtime_error("convtune_runtime::Conv2d::run: null input or output");
-  if (d_in != m.in || d_out != m.out) {
-    m.in = d_in;
-    m.out = d_out;
-    m.bind(s);
+  if (d_in != in_ || d_out != out_) {
+    conv_.bind({d_in, filter_}, d_out, s);
+    in_ = d_in;
+    out_ = d_out;
   }
-  m.plan->run(s);
+  conv_.run(s);
 }
 
 std::vector<std::string> available_variants() {

@@ -1,38 +1,81 @@
-// convtune's runtime for applications: runs the candidate that a tuning run chose for a shape.
-// Needs only this header and the convtune_runtime library (docs/DISPATCH.md); no harness headers.
+// convtune's runtime for applications: runs the candidate that a tuning run chose for a problem of any
+// family. Needs only this header and the convtune_runtime library (docs/DISPATCH.md); no harness headers.
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace convtune_runtime {
 
-// 'same' 2D cross-correlation of an h x w float image with a (2r+1)^2 filter, zero ghost cells:
-// out(i, j) = sum_{m,n in [-r, r]} in(i+m, j+n) * f(m+r, n+r), all row-major device arrays.
-// Runs on the device that is current when it is constructed. Not thread-safe: one object per thread.
-class Conv2d {
+// One operand of a problem: a float array on the device.
+struct Operand {
+  std::string name;  // e.g. "signal", "filter", "output"
+  int64_t elements;  // floats
+};
+
+// One problem of one family (conv2d, conv1d, conv1d_parts...: `convtune list` shows their dims and
+// operands), run by the candidate the dispatch table chose for it. Runs on the device that is current
+// when it is constructed. Not thread-safe: one object per thread.
+class Convolution {
  public:
-  // Loads dispatch.json, picks the candidate for (h, w, r) (exact, nearest or default rule), and
-  // compiles it once (kernels are cached on disk, see CONVTUNE_CACHE_DIR). Throws std::runtime_error.
-  Conv2d(const std::string& dispatch_json_path, int h, int w, int r);
-  ~Conv2d();
-  Conv2d(const Conv2d&) = delete;
-  Conv2d& operator=(const Conv2d&) = delete;
+  // Validates the problem (unknown family, missing, unknown or out-of-range dim: the error names it;
+  // dims with a default may be left out), picks the table's candidate (exact, nearest or default rule),
+  // and prepares it (kernels are compiled once and cached on disk, see CONVTUNE_CACHE_DIR). When that
+  // candidate cannot run here it tries the table's default for the family, then the family's simplest
+  // non-library variant. Throws std::runtime_error.
+  Convolution(const std::string& dispatch_json_path, const std::string& family,
+              const std::map<std::string, int64_t>& dims);
+  ~Convolution();
+  Convolution(const Convolution&) = delete;
+  Convolution& operator=(const Convolution&) = delete;
 
-  const std::string& candidate() const;  // e.g. "conv2d.register_tiled[block_x=32,block_y=8,px=4,py=2]"
-  const std::string& rule() const;       // "exact" | "nearest" | "default"
+  const std::string& family() const;
+  const std::map<std::string, int64_t>& dims() const;  // as validated, defaults filled in
+  // The family's operands in order: the inputs, then the output (its size is operands().back()).
+  const std::vector<Operand>& operands() const;
+  const std::string& candidate() const;  // e.g. "conv1d.overlap_discard[outputs_per_thread=8,...]"
+  // "exact" | "nearest" | "default" (the table's choice by that rule), "default" also when the choice
+  // could not run and the table's default did, "simplest" when only the family's simplest variant could.
+  const std::string& rule() const;
 
-  // (2r+1)^2 floats on the device. Some candidates read it on every run: keep it alive, and call
-  // set_filter again after changing its contents (others copy or transform it here).
-  void set_filter(const float* d_filter, cudaStream_t s);
-  // h * w floats each; asynchronous on s. Throws if set_filter was not called.
-  void run(const float* d_in, float* d_out, cudaStream_t s);
+  // Binds every operand: `inputs` in operands() order without the output, then the output; each a
+  // device array of operands()[i].elements floats. Weight preparation happens here (a filter copied to
+  // constant memory, its spectrum...), asynchronously on s. Some candidates read the inputs on every
+  // run: keep them alive, and bind again after changing a filter's contents or any pointer.
+  void bind(const std::vector<const float*>& inputs, float* output, cudaStream_t s);
+  // Computes the output from the bound operands, asynchronously on s. Throws if bind was not called.
+  void run(cudaStream_t s);
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// A convenience for family conv2d: 'same' 2D cross-correlation of an h x w float image with a
+// (2r+1)^2 filter, zero ghost cells: out(i, j) = sum_{m,n in [-r, r]} in(i+m, j+n) * f(m+r, n+r),
+// all row-major device arrays. Convolution(path, "conv2d", {{"h", h}, {"w", w}, {"r", r}}) beneath.
+class Conv2d {
+ public:
+  Conv2d(const std::string& dispatch_json_path, int h, int w, int r);
+
+  const std::string& candidate() const { return conv_.candidate(); }
+  const std::string& rule() const { return conv_.rule(); }
+
+  // (2r+1)^2 floats on the device. Keep it alive, and call set_filter again after changing it.
+  void set_filter(const float* d_filter, cudaStream_t s);
+  // h * w floats each; asynchronous on s. Rebinds (redoing the filter's preparation) only when a
+  // pointer differs from the last run's. Throws if set_filter was not called.
+  void run(const float* d_in, float* d_out, cudaStream_t s);
+
+ private:
+  Convolution conv_;
+  const float* filter_ = nullptr;
+  const float* in_ = nullptr;
+  float* out_ = nullptr;
 };
 
 // The variants this library can run (a diagnostic: empty means they were dropped at link time;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -25,8 +26,8 @@ void check(bool ok, const std::string& what) {
   }
 }
 
-void print_choice(const int64_t* dims, const convtune_dispatch::Choice& c) {
-  std::printf("select(conv2d h=%lld w=%lld r=%lld): %s -> %s (", static_cast<long long>(dims[0]),
+void print_choice(const char* family, const int64_t* dims, const convtune_dispatch::Choice& c) {
+  std::printf("select(%s %lld %lld %lld): %s -> %s (", family, static_cast<long long>(dims[0]),
               static_cast<long long>(dims[1]), static_cast<long long>(dims[2]), c.rule,
               c.entry ? c.entry->variant : "-");
   for (int i = 0; c.entry && i < c.entry->param_count; ++i) {
@@ -37,6 +38,30 @@ void print_choice(const int64_t* dims, const convtune_dispatch::Choice& c) {
       std::printf("%s%s=%lld", i ? "," : "", p.name, static_cast<long long>(p.int_value));
   }
   std::printf(")\n");
+}
+
+// The generic API refuses a bad problem before it needs a GPU, with an error naming the field.
+void check_refused(const std::string& dispatch, const std::string& family, const std::map<std::string, int64_t>& dims,
+                   const std::string& names) {
+  try {
+    convtune_runtime::Convolution c(dispatch, family, dims);
+    check(false, family + ": a bad problem is refused (" + names + ")");
+  } catch (const std::runtime_error& e) {
+    std::printf("refused: %s\n", e.what());
+    check(std::string(e.what()).find(names) != std::string::npos, "the error names " + names);
+  }
+}
+
+// The conv1d family's valid mode (variants/conv1d/conv1d.h): y[i] = sum_j x[i - j] h[j] for i in [m - 1, n).
+std::vector<double> conv1d_valid(const std::vector<float>& x, const std::vector<float>& h) {
+  const size_t n = x.size(), m = h.size();
+  std::vector<double> y(n - m + 1);
+  for (size_t i = m - 1; i < n; ++i) {
+    double s = 0;
+    for (size_t j = 0; j < m; ++j) s += double(x[i - j]) * double(h[j]);
+    y[i - (m - 1)] = s;
+  }
+  return y;
 }
 
 #define CUDA_OK(call)                                                                     \
@@ -58,20 +83,34 @@ int main(int argc, char** argv) {
   const std::string dispatch = argv[1];
   const int h = 67, w = 45, r = 2;
 
-  // The header alone: the fixture has h = w in {1024, 4096}, r in {1, 3, 7}.
+  // The header alone: the fixture has conv2d h = w in {1024, 4096}, r in {1, 3, 7}; conv1d n = 2^20, m = 63 valid.
   std::printf("dispatch table for %s (%s): %d entries\n", convtune_dispatch::kDevice, convtune_dispatch::kArch,
               convtune_dispatch::kEntryCount);
   const int64_t exact[3] = {4096, 4096, 3}, small[3] = {h, w, r}, wide[3] = {3000, 5000, 7};
   const auto c_exact = convtune_dispatch::select("conv2d", exact, 3);
   const auto c_small = convtune_dispatch::select("conv2d", small, 3);
   const auto c_wide = convtune_dispatch::select("conv2d", wide, 3);
-  print_choice(exact, c_exact);
-  print_choice(small, c_small);
-  print_choice(wide, c_wide);
+  print_choice("conv2d", exact, c_exact);
+  print_choice("conv2d", small, c_small);
+  print_choice("conv2d", wide, c_wide);
   check(std::strcmp(c_exact.rule, "exact") == 0 && c_exact.entry->dims[2] == 3, "exact match");
   check(std::strcmp(c_small.rule, "nearest") == 0 && c_small.entry->dims[2] == 3, "r=2 takes the nearest radius (3)");
   check(std::strcmp(c_wide.rule, "nearest") == 0 && c_wide.entry->dims[2] == 7, "r=7 stays r=7");
-  check(std::strcmp(convtune_dispatch::select("conv1d", exact, 3).rule, "none") == 0, "unknown family: none");
+  const int64_t n1 = 10007, m1 = 63, sig[3] = {n1, m1, 0};  // conv1d: n, m, mode (0: valid)
+  const auto c_sig = convtune_dispatch::select("conv1d", sig, 3);
+  print_choice("conv1d", sig, c_sig);
+  check(std::strcmp(c_sig.rule, "nearest") == 0 && c_sig.entry->dims[1] == m1, "conv1d: nearest with the same m");
+  const int64_t parts[4] = {100, 100, 0, 199};
+  check(std::strcmp(convtune_dispatch::select("conv1d_parts", parts, 4).rule, "none") == 0, "unknown family: none");
+
+  // The generic runtime checks the problem first (no GPU needed).
+  check_refused(dispatch, "conv1d", {{"n", n1}, {"m", 0}}, "problem.m");
+  check_refused(dispatch, "conv1d", {{"n", 10}, {"m", 11}, {"mode", 0}}, "problem.m");
+  check_refused(dispatch, "conv1d", {{"n", n1}, {"m", m1}, {"k", 3}}, "problem.k");
+  check_refused(dispatch, "conv1d", {{"m", m1}}, "problem.n");
+  check_refused(dispatch, "conv3d", {{"n", n1}}, "allowed: ");  // names the registered families
+  // A family the table does not cover: the error names those it does.
+  check_refused(dispatch, "conv1d_parts", {{"n", 100}, {"m", 100}, {"start", 0}, {"end", 199}}, "covers: ");
 
   // The static library must bring every variant (linked whole).
   const auto variants = convtune_runtime::available_variants();
@@ -80,7 +119,7 @@ int main(int argc, char** argv) {
 
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no GPU: lookup only\n");
+    std::printf("no GPU: lookups and refusals only\n");
     return failures ? 1 : 0;
   }
 
@@ -166,6 +205,88 @@ int main(int argc, char** argv) {
     check(false, "r=20 on a direct-only table throws");
   } catch (const std::runtime_error& e) {
     std::printf("r=20: %s\n", e.what());
+  }
+
+  // conv1d through the generic API: operands in the family's order (signal, filter), then the output.
+  {
+    std::vector<float> x(n1), taps(m1);
+    for (auto& v : x) v = dist(rng);
+    for (auto& v : taps) v = dist(rng);
+    const std::vector<double> y_ref = conv1d_valid(x, taps);
+    double y_max = 0;
+    for (double v : y_ref) y_max = std::fmax(y_max, std::fabs(v));
+    float *d_x = nullptr, *d_h = nullptr, *d_y = nullptr, *d_y2 = nullptr;
+    const size_t y_bytes = y_ref.size() * sizeof(float);
+    CUDA_OK(cudaMalloc(&d_x, x.size() * sizeof(float)));
+    CUDA_OK(cudaMalloc(&d_h, taps.size() * sizeof(float)));
+    CUDA_OK(cudaMalloc(&d_y, y_bytes));
+    CUDA_OK(cudaMalloc(&d_y2, y_bytes));
+    CUDA_OK(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_h, taps.data(), taps.size() * sizeof(float), cudaMemcpyHostToDevice));
+
+    // Binds, runs twice, rebinds to another output, runs, and checks both outputs.
+    auto verify1d = [&](convtune_runtime::Convolution& conv) {
+      std::printf("runtime conv1d: %s (%s)\n", conv.candidate().c_str(), conv.rule().c_str());
+      const auto& ops = conv.operands();
+      check(ops.size() == 3 && ops[0].elements == n1 && ops[1].elements == m1 &&
+                ops.back().elements == int64_t(y_ref.size()),
+            "conv1d operands: signal n, filter m, output n - m + 1");
+      try {
+        conv.run(s);
+        check(false, "run before bind throws");
+      } catch (const std::runtime_error&) {
+      }
+      try {
+        conv.bind({d_x}, d_y, s);
+        check(false, "bind with a missing input throws");
+      } catch (const std::runtime_error& e) {
+        std::printf("  %s\n", e.what());
+      }
+      cudaMemsetAsync(d_y, 0xff, y_bytes, s);  // NaN: a run that writes nothing fails
+      cudaMemsetAsync(d_y2, 0xff, y_bytes, s);
+      conv.bind({d_x, d_h}, d_y, s);
+      conv.run(s);
+      conv.run(s);
+      conv.bind({d_x, d_h}, d_y2, s);
+      conv.run(s);
+      std::vector<float> y(y_ref.size());
+      for (float* d : {d_y, d_y2}) {
+        if (cudaStreamSynchronize(s) != cudaSuccess ||
+            cudaMemcpy(y.data(), d, y_bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
+          check(false, "CUDA error");
+          return;
+        }
+        double max_err = 0;
+        for (size_t k = 0; k < y.size(); ++k) {
+          const double e = std::fabs(double(y[k]) - y_ref[k]);
+          if (!(e <= max_err)) max_err = e;  // NaN sticks
+        }
+        std::printf("  max error %.3g (max |ref| %.3g)\n", max_err, y_max);
+        check(max_err <= 1e-4 * y_max, conv.candidate() + ": result matches the CPU float64 convolution");
+      }
+    };
+
+    convtune_runtime::Convolution conv1d(dispatch, "conv1d", {{"n", n1}, {"m", m1}, {"mode", 0}});
+    check(conv1d.rule() == c_sig.rule && conv1d.candidate() == c_sig.entry->candidate,
+          "conv1d: runtime and header agree");
+    verify1d(conv1d);
+
+    // A table whose choice cannot run (a parameter this variant does not have) and no default for the
+    // family: the family's simplest non-library variant runs instead.
+    std::ofstream(table) << R"({"schema": 1, "entries": [{"family": "conv1d", "problem": {"family": "conv1d", "n": )"
+                         << n1 << R"(, "m": )" << m1 << R"(, "mode": 0}, "variant": "conv1d.overlap_discard",
+                         "config": {"threads": 128, "outputs_per_thread": 8, "tap_group": 4, "no_such_param": 1}}],
+                         "fallback": {}})";
+    convtune_runtime::Convolution simplest(table.string(), "conv1d", {{"n", n1}, {"m", m1}, {"mode", 0}});
+    check(simplest.rule() == "simplest" && simplest.candidate().rfind("conv1d.direct[", 0) == 0,
+          "an unknown parameter falls back to the simplest variant: " + simplest.candidate());
+    verify1d(simplest);
+    std::filesystem::remove(table);
+
+    cudaFree(d_x);
+    cudaFree(d_h);
+    cudaFree(d_y);
+    cudaFree(d_y2);
   }
 
   cudaStreamDestroy(s);
