@@ -167,24 +167,32 @@ int cmd_best(const std::string& folder, bool as_json) {
     std::cerr << "no ok records in " << folder << "\n";
     return 1;
   }
-  std::cout << std::left << std::setw(28) << "problem" << std::setw(56) << "best candidate" << std::right
-            << std::setw(10) << "ms" << std::setw(9) << "GB/s" << std::setw(9) << "roof%" << std::setw(10)
-            << "cudnn ms" << std::setw(10) << "fft ms" << std::setw(9) << "vs cudnn" << "  runner-up (margin)\n";
+  size_t key_width = 8, cand_width = 15;
+  for (const auto& c : choices) {
+    key_width = std::max(key_width, c.problem_key.size() + 2);
+    cand_width = std::max(cand_width, c.best["candidate"].get<std::string>().size() + 2);
+  }
+  // %floor: floor_ms / time (may pass 100 where a method does less work than the direct sum);
+  // %roof: the same against the variant's own work. Libraries: each library variant's fastest config.
+  std::cout << std::left << std::setw(int(key_width)) << "problem" << std::setw(int(cand_width)) << "best candidate"
+            << std::right << std::setw(9) << "ms" << std::setw(7) << "GB/s" << std::setw(8) << "%floor" << std::setw(7)
+            << "%roof" << "  vs libraries (ms)  runner-up (margin)\n";
   for (const auto& c : choices) {
     const json& b = c.best;
-    const auto lib = [&](const char* name) {
-      auto it = c.best_per_variant.find(name);
-      return it == c.best_per_variant.end() ? json() : it->second;
-    };
-    const json cudnn = lib("conv2d.cudnn"), fft = lib("conv2d.fft");
-    std::cout << std::left << std::setw(28) << c.problem_key << std::setw(56) << b["candidate"].get<std::string>()
-              << std::right << std::setw(10) << short_ms(b) << std::setw(9)
-              << fixed(b.value("gbps_effective", 0.0), 0) << std::setw(9)
-              << fixed(100 * b.value("roofline_fraction", 0.0), 1) << std::setw(10) << short_ms(cudnn) << std::setw(10)
-              << short_ms(fft) << std::setw(9)
-              << (cudnn.is_null() ? "-"
-                                  : fixed(cudnn["time"]["median_ms"].get<double>() / b["time"]["median_ms"].get<double>(), 2) + "x")
-              << "  "
+    const double ms = b["time"]["median_ms"].get<double>();
+    std::string libs;
+    for (const auto& [variant, rec] : c.best_per_variant) {
+      if (!rec.value("library", false)) continue;
+      const double lib_ms = rec["time"]["median_ms"].get<double>();
+      libs += (libs.empty() ? "" : ", ") + variant.substr(variant.find('.') + 1) + " " + fixed(lib_ms / ms, 2) + "x (" +
+              short_ms(rec) + ")";
+    }
+    std::cout << std::left << std::setw(int(key_width)) << c.problem_key << std::setw(int(cand_width))
+              << b["candidate"].get<std::string>() << std::right << std::setw(9) << short_ms(b) << std::setw(7)
+              << fixed(b.value("gbps_effective", 0.0), 0) << std::setw(8)
+              << fixed(100 * b.value("roofline_fraction", 0.0), 1) << std::setw(7)
+              << fixed(100 * b.value("roofline_fraction_own", b.value("roofline_fraction", 0.0)), 1) << "  "
+              << (libs.empty() ? "-" : libs) << "  "
               << (c.runner_up.is_null() ? "-" : c.runner_up["variant"].get<std::string>() + " (+" + fixed(100 * c.margin, 1) + "%)")
               << (c.ties.empty() ? "" : "  [" + std::to_string(c.ties.size()) + " within noise]") << "\n";
   }
