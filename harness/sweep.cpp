@@ -416,9 +416,12 @@ int run_sweep_worker(const SweepSpec& spec, const std::filesystem::path& folder,
   auto old_term = std::signal(SIGTERM, on_stop_signal);
   WorkerLoop loop(spec, folder, options, dev, run, jit, log);
   const int exit_code = loop.run(group_by_problem(plan));
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
   add_worker_totals(folder, jit, loop.elapsed_s());
+  // Once stopped, keep the handlers: the supervisor forwards the signal too, and it must not kill us now.
+  if (!g_stop_signal) {
+    std::signal(SIGINT, old_int);
+    std::signal(SIGTERM, old_term);
+  }
   return exit_code;
 }
 
@@ -509,6 +512,14 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const 
           }
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      const auto exited_as = [&](int code) { return WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == code; };
+      if (g_stop_signal && !timed_out && !exited_as(kWorkerExitDone) && !exited_as(kWorkerExitContextLost)) {
+        // Stopped by Ctrl-C or SIGTERM: however the worker ended, no new one starts. A candidate it was
+        // running when it died is not its fault: it runs again on --resume.
+        std::filesystem::remove(inflight_path(result.folder));
+        result.interrupted = true;
+        break;
       }
       if (timed_out) {
         char why[128];
