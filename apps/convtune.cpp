@@ -175,7 +175,7 @@ int cmd_best(const std::string& folder, bool as_json) {
   // %floor: floor_ms / time (may pass 100 where a method does less work than the direct sum);
   // %roof: the same against the variant's own work. Libraries: each library variant's fastest config.
   std::cout << std::left << std::setw(int(key_width)) << "problem" << std::setw(int(cand_width)) << "best candidate"
-            << std::right << std::setw(9) << "ms" << std::setw(7) << "GB/s" << std::setw(8) << "%floor" << std::setw(7)
+            << std::right << std::setw(9) << "ms" << std::setw(7) << "GB/s" << std::setw(10) << "%floor" << std::setw(7)
             << "%roof" << "  vs libraries (ms)  runner-up (margin)\n";
   for (const auto& c : choices) {
     const json& b = c.best;
@@ -189,7 +189,7 @@ int cmd_best(const std::string& folder, bool as_json) {
     }
     std::cout << std::left << std::setw(int(key_width)) << c.problem_key << std::setw(int(cand_width))
               << b["candidate"].get<std::string>() << std::right << std::setw(9) << short_ms(b) << std::setw(7)
-              << fixed(b.value("gbps_effective", 0.0), 0) << std::setw(8)
+              << fixed(b.value("gbps_effective", 0.0), 0) << std::setw(10)
               << fixed(100 * b.value("roofline_fraction", 0.0), 1) << std::setw(7)
               << fixed(100 * b.value("roofline_fraction_own", b.value("roofline_fraction", 0.0)), 1) << "  "
               << (libs.empty() ? "-" : libs) << "  "

@@ -3,7 +3,7 @@
 # search strategies, export the dispatch table, benchmark it, and pack everything under $OUT.
 # Usage: bash scripts/gpu_check.sh [spec|none] [strategies...]
 # TESTS=0 skips the GPU tests, SANITIZE=0 the compute-sanitizer runs (SMOKES="sweeps/smoke1d.json" picks them),
-# SWEEP_TIMEOUT (s, default 420) bounds each sweep; spec "none" stops after the tests.
+# SWEEP_TIMEOUT (s, default 420) bounds each sweep, EXHAUSTIVE=0 runs only the strategies; spec "none" stops after the tests.
 set -uo pipefail
 spec=${1:-sweeps/default.json}
 shift || true
@@ -38,12 +38,12 @@ sweep() {  # sweep <spec> <label> [extra spec edits as a python expression]
   timeout "${SWEEP_TIMEOUT:-420}" ./build/convtune sweep "$s" --results /tmp/results >"$out/sweep-$label.log" 2>&1
   echo "sweep $label: rc=$? in $(( $(date +%s) - t )) s"
 }
-sweep "$spec" exhaustive
+[ "${EXHAUSTIVE:-1}" = 1 ] && sweep "$spec" exhaustive
 for st in "${strategies[@]}"; do
   python3 -c "import json,sys; d=json.load(open('$spec')); d['strategy']='$st'; d['name']=d['name']+'-$st'; json.dump(d,open('/tmp/spec-$st.json','w'))"
   sweep /tmp/spec-$st.json "$st"
 done
-run=$(ls -d /tmp/results/*/"$(basename "$spec" .json)"-2* | head -1)
+run=$(ls -d /tmp/results/*/"$(basename "$spec" .json)"-2* /tmp/results/*/* 2>/dev/null | head -1)
 ./build/convtune export "$run" >>"$out/export.log" 2>&1 && echo "exported $run/dispatch.json"
 [ -x build/convtune_bench ] && timeout 120 ./build/convtune_bench "$run/dispatch.json" --benchmark_min_time=0.2s \
   --benchmark_out="$run/bench.json" --benchmark_out_format=json >"$out/bench.log" 2>&1; echo "bench rc=$?"
