@@ -9,8 +9,10 @@ namespace convtune::strategies {
 
 std::unique_ptr<Strategy> make_warm(const std::vector<SearchCandidate>& c, const StrategyOptions& o) {
   const size_t n = c.size();
-  // The top 10% of the space or 8, whichever is larger, within the budget.
-  const size_t top = std::min(budget_for(n, o, 0.25), std::max<size_t>(8, size_t(std::ceil(0.1 * double(n)))));
+  // The top 10% of the space or 8, whichever is larger, within half the budget: the other half anneals
+  // (a shape far from the nearest measured one ranks differently, e.g. a short slice of a long convolution).
+  const size_t half = (budget_for(n, o, 0.25) + 1) / 2;
+  const size_t top = std::min(half, std::max<size_t>(8, size_t(std::ceil(0.1 * double(n)))));
   std::vector<size_t> first;
   std::vector<char> taken(n, 0);
   for (size_t i : o.prior_order) {

@@ -335,3 +335,35 @@ TEST(Strategies, ReplayOnSyntheticRecords) {
   EXPECT_THROW(replay_strategies(records, {"nope"}, 1, 1.0), InputError);
   EXPECT_THROW(replay_strategies(records, {"anneal"}, 0, 1.0), InputError);
 }
+
+// A long filter refuses most configs: 23 candidates in 8 variants, the fastest variant has 4 of them.
+// A quarter of the space (6) is fewer than the variants; the default budget still tries every variant,
+// and warm, whose prior ranks only one slow variant, still reaches the fast one.
+TEST(Strategies, EveryVariantIsTriedWhenMostConfigsAreRefused) {
+  const std::vector<std::string> names = {"conv2d.naive",    "conv2d.constant",     "conv2d.coarsened",
+                                          "conv2d.tiled_in", "conv2d.tiled_halo_l2", "conv2d.cudnn",
+                                          "conv2d.fft",      "conv2d.register_tiled"};
+  Landscape l;
+  for (size_t v = 0; v < names.size(); ++v) {
+    const Variant* var = Registry::instance().find(names[v]);
+    ASSERT_NE(var, nullptr) << names[v];
+    const bool fast = v + 1 == names.size();
+    const int configs = fast ? 4 : v == 0 ? 7 : 2;
+    for (int k = 0; k < configs; ++k) {
+      l.cands.push_back({var, Config{{"k", k}}});
+      l.ms.push_back(fast ? 1.0 + 0.3 * k : 20.0 + v + k);
+    }
+  }
+  l.optimum = l.cands.size() - 4;
+  ASSERT_EQ(l.cands.size(), 23u);
+  for (const std::string strategy : {"anneal", "warm"}) {
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+      StrategyOptions o = seeded(seed);
+      if (strategy == "warm") o.prior_order = {0, 1, 2, 3, 4};  // the nearest shape knew only the slowest variant
+      const Trace r = run(strategy, l, o);
+      expect_no_repeats(r);
+      EXPECT_LE(r.proposals.size(), 16u) << strategy;
+      EXPECT_LE(r.best_full, 1.05 * l.ms[l.optimum]) << strategy << " seed " << seed;
+    }
+  }
+}
