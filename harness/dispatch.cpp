@@ -19,7 +19,12 @@
 namespace convtune {
 namespace {
 
-constexpr size_t kMaxDims = 9;    // the header's Entry::dims: room for the largest family (NCHW layers: 9)
+// The header's Entry::dims and FamilyInfo::dims: room for the family with the most dims.
+size_t max_family_dims() {
+  size_t most = 1;
+  for (const Family* f : FamilyRegistry::instance().all()) most = std::max(most, f->dims().size());
+  return most;
+}
 constexpr size_t kMaxParams = 8;  // the header's Entry::params
 constexpr double kTieEps = 1e-9;  // distances closer than this are equal: the first entry wins
 
@@ -296,12 +301,13 @@ std::string make_header(const json& dispatch) {
     for (const auto& d : f->dims()) o << " " << d.name;
     o << "\n";
   }
+  const size_t max_dims = max_family_dims();
   o << "// median_ms is the measured time (0 for a default, which stands for no one shape).\n"
-    << "struct Entry {\n  const char* family;\n  int64_t dims[" << kMaxDims << "];\n  const char* variant;\n"
+    << "struct Entry {\n  const char* family;\n  int64_t dims[" << max_dims << "];\n  const char* variant;\n"
     << "  Param params[" << kMaxParams << "];\n  int param_count;\n  double median_ms;\n  const char* candidate;\n};\n\n"
     << "// constraint[i]: dim i must be equal for an entry to be compatible (compile-time in kernels).\n"
-    << "struct FamilyInfo {\n  const char* name;\n  int n_dims;\n  const char* dims[" << kMaxDims << "];\n"
-    << "  bool constraint[" << kMaxDims << "];\n  int default_index;  // into kDefaults, -1 if none\n};\n\n"
+    << "struct FamilyInfo {\n  const char* name;\n  int n_dims;\n  const char* dims[" << max_dims << "];\n"
+    << "  bool constraint[" << max_dims << "];\n  int default_index;  // into kDefaults, -1 if none\n};\n\n"
     << "struct Choice {\n  const Entry* entry;  // nullptr when rule is \"none\"\n"
     << "  const char* rule;    // \"exact\" | \"nearest\" | \"default\" | \"none\" (unknown family or dim count)\n};\n\n"
     << "inline constexpr char kDevice[] = " << c_string(dev_name) << ";\n"
