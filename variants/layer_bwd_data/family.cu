@@ -1,7 +1,7 @@
 #include "harness/cuda_raii.h"
 #include "harness/error.h"
-#include "harness/family.h"
 #include "harness/gpu_kernels.h"
+#include "variants/layer_fwd/layer_family.h"
 #include "variants/layer_bwd_data/layer_bwd_data.h"
 
 namespace convtune {
@@ -14,7 +14,7 @@ __global__ void reference_bwd_data_kernel(LayerShape l, const float* __restrict_
     dx[o] = bwd_data_at(l, dy, filter, o);
 }
 
-class LayerBwdDataFamily : public Family {
+class LayerBwdDataFamily : public LayerConvolutionFamily {
  public:
   std::string name() const override { return kLayerBwdData; }
   std::string summary() const override {
@@ -22,23 +22,9 @@ class LayerBwdDataFamily : public Family {
            "no ReLU): dx[n,c,y,x] = sum of dy[n,k,p,q] w[k,c,i,j] over p*u-pad_h+i = y, q*v-pad_w+j = x; "
            "precision 0 = strict fp32, 1 = tf32 allowed";
   }
-  std::vector<DimSpec> dims() const override {
-    auto d = layer_shape_dims(false);
-    d.push_back({"precision", 0, 1, "0 = fp32 strict (no TF32), 1 = tf32 tensor-core math allowed", true, 0});
-    return d;
-  }
-  void check(const Problem& p, const std::string& where) const override { check_layer_shape(p, where); }
   std::vector<Operand> operands(const Problem& p) const override {
     const LayerShape l(p);
     return {{"dy", l.y_elements()}, {"filter", l.filter_elements()}, {"dx", l.x_elements()}};
-  }
-  // The forward's multiply-adds, each run backwards once.
-  double direct_flops(const Problem& p) const override {
-    const LayerShape l(p);
-    return 2.0 * double(l.y_elements()) * double(l.c * l.r * l.s);
-  }
-  Problem example() const override {  // ResNet's 56x56 stage: N32 C64 K64 R3 pad1
-    return layer_problem(kLayerBwdData, dims(), {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1});
   }
   // As layer_fwd's, plus stride 2 with a 1x1 filter (every other pixel gets nothing) and a last row no
   // output reads (h = 10, r = 3, u = 2). Values in dims() order: n c h w k r s pad_h pad_w u v precision.
@@ -54,10 +40,6 @@ class LayerBwdDataFamily : public Family {
                                                                          {1, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 1}})
       out.push_back(layer_problem(kLayerBwdData, dims(), v));
     return out;
-  }
-  // As layer_fwd (c likewise left out: kernels loop over maps); precision says which math may run.
-  std::vector<std::string> constraint_dims() const override {
-    return {"r", "s", "u", "v", "pad_h", "pad_w", "precision"};
   }
 
   std::vector<double> cpu_reference(const Problem& p, const std::vector<std::vector<float>>& in) const override {

@@ -2,8 +2,8 @@
 
 #include "harness/cuda_raii.h"
 #include "harness/error.h"
-#include "harness/family.h"
 #include "harness/gpu_kernels.h"
+#include "variants/layer_fwd/layer_family.h"
 #include "variants/layer_bwd_filter/layer_bwd_filter.h"
 
 namespace convtune {
@@ -31,7 +31,7 @@ __global__ void reference_bwd_filter_kernel(LayerShape l, const float* __restric
   }
 }
 
-class LayerBwdFilterFamily : public Family {
+class LayerBwdFilterFamily : public LayerConvolutionFamily {
  public:
   std::string name() const override { return kLayerBwdFilter; }
   std::string summary() const override {
@@ -39,23 +39,9 @@ class LayerBwdFilterFamily : public Family {
            "the filter: dw[k,c,i,j] = sum_{n,p,q} x[n,c,p*u-pad_h+i,q*v-pad_w+j] dy[n,k,p,q], zero padding; "
            "precision 0 = strict fp32, 1 = tf32 allowed";
   }
-  std::vector<DimSpec> dims() const override {
-    auto d = layer_shape_dims(false);
-    d.push_back({"precision", 0, 1, "0 = fp32 strict (no TF32), 1 = tf32 tensor-core math allowed", true, 0});
-    return d;
-  }
-  void check(const Problem& p, const std::string& where) const override { check_layer_shape(p, where); }
   std::vector<Operand> operands(const Problem& p) const override {
     const LayerShape l(p);
     return {{"x", l.x_elements()}, {"dy", l.y_elements()}, {"dw", l.filter_elements()}};
-  }
-  // The forward's multiply-adds, each run backwards once.
-  double direct_flops(const Problem& p) const override {
-    const LayerShape l(p);
-    return 2.0 * double(l.y_elements()) * double(l.c * l.r * l.s);
-  }
-  Problem example() const override {  // ResNet's 56x56 stage: N32 C64 K64 R3 pad1
-    return layer_problem(kLayerBwdFilter, dims(), {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1});
   }
   // As layer_fwd's, plus sums longer than a block (n*P*Q = 4620 and 2112) and shorter than one (1, 42).
   // Values in dims() order: n c h w k r s pad_h pad_w u v precision.
@@ -71,10 +57,6 @@ class LayerBwdFilterFamily : public Family {
                                                                          {2, 2, 66, 65, 3, 3, 2, 0, 1, 2, 2, 1}})
       out.push_back(layer_problem(kLayerBwdFilter, dims(), v));
     return out;
-  }
-  // As layer_fwd (c likewise left out); precision says which math may run.
-  std::vector<std::string> constraint_dims() const override {
-    return {"r", "s", "u", "v", "pad_h", "pad_w", "precision"};
   }
 
   std::vector<double> cpu_reference(const Problem& p, const std::vector<std::vector<float>>& in) const override {

@@ -1,7 +1,7 @@
 #include "harness/cuda_raii.h"
 #include "harness/error.h"
-#include "harness/family.h"
 #include "harness/gpu_kernels.h"
+#include "variants/layer_fwd/layer_family.h"
 #include "variants/layer_fwd/layer_fwd.h"
 
 namespace convtune {
@@ -14,7 +14,7 @@ __global__ void reference_forward_kernel(LayerShape l, const float* __restrict__
     y[o] = forward_at(l, x, filter, bias, relu, o);
 }
 
-class LayerFwdFamily : public Family {
+class LayerFwdFamily : public LayerConvolutionFamily {
  public:
   std::string name() const override { return kLayerFwd; }
   std::string summary() const override {
@@ -22,28 +22,12 @@ class LayerFwdFamily : public Family {
            "x[n,c,p*u-pad_h+i,q*v-pad_w+j] w[k,c,i,j] (+ bias[k], then ReLU if relu), zero padding, "
            "P = (h+2pad_h-r)/u+1; precision 0 = strict fp32, 1 = tf32 allowed";
   }
-  std::vector<DimSpec> dims() const override {
-    auto d = layer_shape_dims(false);
-    d.push_back({"bias", 0, 1, "1 = add bias[k] (an operand)", true, 0});
-    d.push_back({"relu", 0, 1, "1 = ReLU after the bias", true, 0});
-    d.push_back({"precision", 0, 1, "0 = fp32 strict (no TF32), 1 = tf32 tensor-core math allowed", true, 0});
-    return d;
-  }
-  void check(const Problem& p, const std::string& where) const override { check_layer_shape(p, where); }
   std::vector<Operand> operands(const Problem& p) const override {
     const LayerShape l(p);
     std::vector<Operand> ops = {{"x", l.x_elements()}, {"filter", l.filter_elements()}};
     if (p.at("bias") == 1) ops.push_back({"bias", l.k});
     ops.push_back({"y", l.y_elements()});
     return ops;
-  }
-  // Every (output, tap) pair, taps over padding included: what a direct kernel issues, and the usual count.
-  double direct_flops(const Problem& p) const override {
-    const LayerShape l(p);
-    return 2.0 * double(l.y_elements()) * double(l.c * l.r * l.s);
-  }
-  Problem example() const override {  // ResNet's 56x56 stage: N32 C64 K64 R3 pad1
-    return layer_problem(kLayerFwd, dims(), {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1});
   }
   // Odd sizes, C = 1 and K = 1, R != S, stride 2 and mixed strides, pad 0 and > 0, 1x1, n > 1, bias and
   // ReLU alone and together, tf32. Values in dims() order: n c h w k r s pad_h pad_w u v bias relu precision.
@@ -59,13 +43,6 @@ class LayerFwdFamily : public Family {
                                                                          {1, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 0, 0, 1}})
       out.push_back(layer_problem(kLayerFwd, dims(), v));
     return out;
-  }
-  // r, s, strides and padding are compile-time in the direct kernels and set the im2col expansion; bias,
-  // relu and precision change the operation (precision: which math may run at all). c is not: every kernel
-  // loops over input maps, and keeping it out lets a measured 64-map layer stand in for a 96-map one (the
-  // nearest-shape distance still prefers equal c).
-  std::vector<std::string> constraint_dims() const override {
-    return {"r", "s", "u", "v", "pad_h", "pad_w", "bias", "relu", "precision"};
   }
 
   std::vector<double> cpu_reference(const Problem& p, const std::vector<std::vector<float>>& in) const override {
@@ -83,6 +60,11 @@ class LayerFwdFamily : public Family {
     reference_forward_kernel<<<grid_for(l.y_elements(), 256), 256, 0, s>>>(l, in.at(0), in.at(1), bias,
                                                                             p.at("relu") == 1, out);
     CT_CHECK_LAUNCH();
+  }
+
+ protected:
+  std::vector<DimSpec> operation_dims() const override {
+    return {{"bias", 0, 1, "1 = add bias[k] (an operand)", true, 0}, {"relu", 0, 1, "1 = ReLU after the bias", true, 0}};
   }
 };
 
