@@ -19,7 +19,10 @@
 #include "harness/variant.h"
 #include "variants/conv1d/kstep.h"
 
+#include "tests/cpu/test_support.h"
+
 using namespace convtune;
+using namespace convtune::test;
 namespace fs = std::filesystem;
 
 namespace {
@@ -32,27 +35,6 @@ Problem parts(int64_t n, int64_t m, int64_t start, int64_t end) {
 }
 const Variant& get(const char* n) { return Registry::instance().get(n); }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// The InputError's message of `f`, or "" (and a failure) when it throws nothing or something else.
-template <class F>
-std::string input_error(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not an InputError: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
-
-void expect_values(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_DOUBLE_EQ(got[i], want[i]) << what << " [" << i << "]";
-}
 
 void expect_refused(const Status& s, const std::string& why_part, const std::string& what) {
   EXPECT_FALSE(s.ok) << what;

@@ -13,7 +13,10 @@
 #include "harness/error.h"
 #include "harness/family.h"
 
+#include "tests/cpu/test_support.h"
+
 using namespace convtune;
+using namespace convtune::test;
 
 namespace {
 
@@ -24,27 +27,6 @@ Problem layer(const std::string& family, json dims, const std::string& where = "
   return Problem::from_json(dims, where);
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// The InputError's message of `f`, or "" (and a failure) when it throws nothing or something else.
-template <class F>
-std::string input_error(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not an InputError: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
-
-void expect_values(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_DOUBLE_EQ(got[i], want[i]) << what << " [" << i << "]";
-}
 
 void expect_error_names(const std::string& error, const std::vector<std::string>& parts) {
   for (const auto& part : parts) EXPECT_TRUE(contains(error, part)) << "'" << error << "' lacks '" << part << "'";

@@ -2,14 +2,13 @@
 // radius 0..16 for each variant's first config, and a spread of configs at the extreme radii.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <mutex>
 #include <set>
-#include <thread>
 
 #include "harness/error.h"
 #include "harness/family.h"
 #include "harness/variant.h"
+
+#include "tests/cpu/test_support.h"
 
 using namespace convtune;
 
@@ -63,28 +62,7 @@ std::vector<JitProgram> programs_to_compile() {
 TEST(Nvrtc, EveryKernelCompilesForSm90) {
   const auto programs = programs_to_compile();
   ASSERT_GT(programs.size(), 100u);
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  std::vector<std::string> failures;
-  std::vector<std::thread> pool;
-  const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < programs.size();) {
-        try {
-          const auto cubin = nvrtc_compile(programs[i], "sm_90");
-          if (cubin.size() < 256) throw std::runtime_error("suspiciously small cubin");
-        } catch (const CompileError& e) {
-          std::lock_guard<std::mutex> lock(mu);
-          failures.push_back(std::string(e.what()) + "\n" + e.log);
-        } catch (const std::exception& e) {
-          std::lock_guard<std::mutex> lock(mu);
-          failures.push_back(programs[i].describe() + ": " + e.what());
-        }
-      }
-    });
-  for (auto& th : pool) th.join();
-  for (const auto& f : failures) ADD_FAILURE() << f;
+  test::expect_all_compile(programs);
   std::printf("compiled %zu programs\n", programs.size());
 }
 

@@ -4,18 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <mutex>
 #include <random>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "harness/error.h"
 #include "harness/variant.h"
 #include "variants/conv1d_parts/parts.h"
 #include "variants/conv1d_parts/parts_common.h"
+
+#include "tests/cpu/test_support.h"
 
 using namespace convtune;
 using parts::count_parts;
@@ -310,24 +309,5 @@ TEST(PartsVariants, SpatialProgramsCompileForSm90) {
   const auto configs = v.space(ex, dev).enumerate();
   for (size_t i = 0; i < configs.size(); i += 41) add(configs[i]);
   ASSERT_GE(programs.size(), 12u);
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  std::vector<std::string> failures;
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < std::max(2u, std::thread::hardware_concurrency()); ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < programs.size();) {
-        try {
-          if (nvrtc_compile(programs[i], "sm_90").size() < 256) throw std::runtime_error("suspiciously small cubin");
-        } catch (const CompileError& e) {
-          std::lock_guard<std::mutex> lock(mu);
-          failures.push_back(std::string(e.what()) + "\n" + e.log);
-        } catch (const std::exception& e) {
-          std::lock_guard<std::mutex> lock(mu);
-          failures.push_back(programs[i].describe() + ": " + e.what());
-        }
-      }
-    });
-  for (auto& th : pool) th.join();
-  for (const auto& f : failures) ADD_FAILURE() << f;
+  test::expect_all_compile(programs);
 }
