@@ -30,9 +30,8 @@ std::string JitProgram::describe() const {
   return out;
 }
 
-// The embedded sources a source #includes ("conv1d_common.cuh"), transitively: NVRTC gets them as headers,
-// and the cache key covers their text too.
-std::vector<std::string> included_sources(const std::string& source) {
+// The embedded sources `source` #includes, transitively, by scanning the texts.
+static std::vector<std::string> find_included_sources(const std::string& source) {
   std::vector<std::string> found, pending = {source};
   while (!pending.empty()) {
     const std::string name = pending.back();
@@ -52,9 +51,20 @@ std::vector<std::string> included_sources(const std::string& source) {
   return found;
 }
 
+// The embedded sources a source #includes ("conv1d_common.cuh"), transitively: NVRTC gets them as headers,
+// and the cache key covers their text too. Found once per source: the embedded texts never change.
+const std::vector<std::string>& included_sources(const std::string& source) {
+  static const std::map<std::string, std::vector<std::string>> by_source = [] {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& entry : embedded_sources()) out[entry.first] = find_included_sources(entry.first);
+    return out;
+  }();
+  return by_source.at(source);
+}
+
 std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& arch) {
   const std::string& text = embedded_source(program.source);
-  const std::vector<std::string> headers = included_sources(program.source);
+  const std::vector<std::string>& headers = included_sources(program.source);
   std::vector<const char*> header_texts, header_names;
   for (const auto& h : headers) {
     header_texts.push_back(embedded_source(h).c_str());

@@ -28,7 +28,7 @@ struct JitProgram {
 };
 
 // The embedded sources that `source` #includes by name, transitively (NVRTC gets them as headers).
-std::vector<std::string> included_sources(const std::string& source);
+const std::vector<std::string>& included_sources(const std::string& source);
 
 // Compiles to a cubin for `arch` ("sm_90"); throws CompileError with NVRTC's log. Needs no GPU.
 std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& arch);

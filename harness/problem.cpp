@@ -41,7 +41,6 @@ std::string FamilyRegistry::names_joined() const {
   return out;
 }
 
-std::string family_names_joined() { return FamilyRegistry::instance().names_joined(); }
 
 Problem example_problem(const std::string& family) { return find_family(family).example(); }
 
@@ -99,7 +98,7 @@ void validate(Problem& p, const std::string& where) {
 Problem Problem::from_json(const json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(where + ": must be an object with a 'family' and its dimensions");
   if (!j.contains("family") || !j["family"].is_string())
-    throw InputError(where + ".family: missing; allowed: " + family_names_joined());
+    throw InputError(where + ".family: missing; allowed: " + FamilyRegistry::instance().names_joined());
   Problem p;
   p.family = find_family(j["family"].get<std::string>()).name();
   for (const auto& [k, v] : j.items()) {

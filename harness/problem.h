@@ -50,7 +50,6 @@ struct Problem {
 
 // A representative problem of a family (for listing spaces and for tests).
 Problem example_problem(const std::string& family);
-std::string family_names_joined();
 
 // Validates ranges against the family's dims and its own rules, fills defaults; throws InputError
 // naming `where`.<dim>.

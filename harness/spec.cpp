@@ -52,7 +52,7 @@ static std::vector<int64_t> expand_dim(const json& v, const std::string& where) 
 
 std::vector<Problem> expand_problems(const json& entry, const std::string& where) {
   if (!entry.is_object() || !entry.contains("family") || !entry["family"].is_string())
-    throw InputError(where + ".family: missing; allowed: " + family_names_joined());
+    throw InputError(where + ".family: missing; allowed: " + FamilyRegistry::instance().names_joined());
   const std::string family = find_family(entry["family"].get<std::string>()).name();
   std::vector<std::map<std::string, int64_t>> shapes(1);
   for (const auto& [k, v] : entry.items()) {
