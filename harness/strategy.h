@@ -40,10 +40,13 @@ class Strategy {
   virtual std::optional<Proposal> next() = 0;
   // The measured median time (ms) of the proposal; +infinity when it failed (wrong_result, error...).
   virtual void tell(const Proposal& p, double time_ms) = 0;
+  // The most proposals it will make (halving: if no screened candidate fails); for progress estimates.
+  virtual size_t budget() const = 0;
 };
 
 struct StrategyOptions {
-  size_t max_evaluations = 0;  // 0: the strategy's default (all for exhaustive/halving, a quarter otherwise)
+  size_t max_evaluations = 0;  // 0: the strategy's default (all for exhaustive/halving, a quarter for random,
+                               // a quarter but two per variant at least for anneal/warm)
   uint64_t seed = 1;
   double keep_fraction = 0.25;  // halving: the share of the screening round re-measured at full fidelity
   // Warm start: candidate indices best-first, ranked on the nearest measured shape.

@@ -213,17 +213,16 @@ std::vector<ProblemCandidates> group_by_problem(const SweepPlan& plan) {
   return problems;
 }
 
-// Expected evaluations, for the ETA: the strategy's budget per problem.
+// Expected evaluations, for the ETA: each problem's strategy says its budget.
 size_t expected_evaluations(const SweepSpec& spec, const std::vector<ProblemCandidates>& problems) {
+  StrategyOptions so;
+  so.max_evaluations = static_cast<size_t>(spec.budget.max_evaluations_per_problem);
   size_t expected = 0;
   for (const auto& [problem, planned] : problems) {
-    size_t n = 0;
-    for (const PlannedCandidate* c : planned) n += c->status.ok;
-    size_t e = spec.strategy == "exhaustive" ? n
-               : spec.strategy == "halving"  ? n + (n + 3) / 4
-                                             : std::max<size_t>(1, (n + 3) / 4);
-    if (spec.budget.max_evaluations_per_problem > 0) e = std::min<size_t>(e, spec.budget.max_evaluations_per_problem);
-    expected += e;
+    std::vector<SearchCandidate> cands;
+    for (const PlannedCandidate* c : planned)
+      if (c->status.ok) cands.push_back({c->variant, c->config});
+    expected += make_strategy(spec.strategy, cands, so)->budget();
   }
   return expected;
 }

@@ -26,6 +26,7 @@ class Annealer : public Strategy {
   }
 
   std::string name() const override { return name_; }
+  size_t budget() const override { return std::min(budget_, n_); }
 
   std::optional<Proposal> next() override {
     if (pending_) throw std::logic_error(name_ + ": next() called before tell() of the previous proposal");

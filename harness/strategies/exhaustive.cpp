@@ -13,6 +13,7 @@ class Exhaustive : public Strategy {
     return Proposal{next_++, Fidelity::full};
   }
   void tell(const Proposal&, double) override {}
+  size_t budget() const override { return end_; }
 
  private:
   size_t end_, next_ = 0;

@@ -50,6 +50,8 @@ class Halving : public Strategy {
     if (p.fidelity == Fidelity::brief) brief_ms_[p.index] = std::isnan(time_ms) ? INFINITY : time_ms;
   }
 
+  size_t budget() const override { return screen_.empty() ? survivors_.size() : screen_.size() + keep(screen_.size()); }
+
  private:
   size_t keep(size_t m) const { return std::max<size_t>(1, size_t(std::ceil(keep_fraction_ * double(m)))); }
 

@@ -28,6 +28,7 @@ class RandomSample : public Strategy {
     return Proposal{order_[next_++], Fidelity::full};
   }
   void tell(const Proposal&, double) override {}
+  size_t budget() const override { return order_.size(); }
 
  private:
   std::vector<size_t> order_;

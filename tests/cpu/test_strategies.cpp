@@ -80,6 +80,7 @@ struct Trace {
 Trace run(const std::string& name, const Landscape& l, const StrategyOptions& o, double brief_noise = 0.03) {
   auto s = make_strategy(name, l.cands, o);
   EXPECT_EQ(s->name(), name);
+  const size_t budget = s->budget();
   strategies::Rng noise(o.seed + 99);
   Trace r;
   while (auto p = s->next()) {
@@ -95,6 +96,7 @@ Trace run(const std::string& name, const Landscape& l, const StrategyOptions& o,
     s->tell(*p, ms);
     if (r.proposals.size() > 3 * l.cands.size()) break;  // a runaway strategy fails below, not hangs
   }
+  EXPECT_LE(r.proposals.size(), budget) << name << ": more proposals than its budget";
   return r;
 }
 
