@@ -173,7 +173,8 @@ int cmd_best(const std::string& folder, bool as_json) {
     cand_width = std::max(cand_width, c.best["candidate"].get<std::string>().size() + 2);
   }
   // %floor: floor_ms / time (may pass 100 where a method does less work than the direct sum);
-  // %roof: the same against the variant's own work. Libraries: each library variant's fastest config.
+  // %roof: the same against the variant's own work. Libraries: each library variant's fastest config,
+  // then the config the library picks by itself where it says (cuDNN's find), if that differs.
   std::cout << std::left << std::setw(int(key_width)) << "problem" << std::setw(int(cand_width)) << "best candidate"
             << std::right << std::setw(9) << "ms" << std::setw(7) << "GB/s" << std::setw(10) << "%floor" << std::setw(7)
             << "%roof" << "  vs libraries (ms)  runner-up (margin)\n";
@@ -186,6 +187,9 @@ int cmd_best(const std::string& folder, bool as_json) {
       const double lib_ms = rec["time"]["median_ms"].get<double>();
       libs += (libs.empty() ? "" : ", ") + variant.substr(variant.find('.') + 1) + " " + fixed(lib_ms / ms, 2) + "x (" +
               short_ms(rec) + ")";
+      const auto pick = c.library_pick.find(variant);
+      if (pick != c.library_pick.end() && pick->second["candidate"] != rec["candidate"])
+        libs += " pick " + fixed(pick->second["time"]["median_ms"].get<double>() / ms, 2) + "x (" + short_ms(pick->second) + ")";
     }
     std::cout << std::left << std::setw(int(key_width)) << c.problem_key << std::setw(int(cand_width))
               << b["candidate"].get<std::string>() << std::right << std::setw(9) << short_ms(b) << std::setw(7)

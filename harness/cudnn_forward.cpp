@@ -5,41 +5,10 @@
 #include <vector>
 
 #include "harness/cuda_raii.h"
+#include "harness/cudnn_status.h"
 #include "harness/error.h"
 
 namespace convtune {
-namespace {
-
-
-// cuDNN's status string plus its last detailed message (cuDNN 9 keeps one per thread), when it has one.
-std::string last_cudnn_message() {
-  char detail[512] = {0};
-  cudnnGetLastErrorString(detail, sizeof detail);
-  return detail;
-}
-std::string cudnn_message(cudnnStatus_t s) {
-  std::string msg = cudnnGetErrorString(s);
-  const std::string detail = last_cudnn_message();
-  if (!detail.empty()) msg += " (last cuDNN message: " + detail + ")";
-  return msg;
-}
-
-#define CT_CUDNN(call)                                                                       \
-  do {                                                                                       \
-    cudnnStatus_t ct_err_ = (call);                                                          \
-    if (ct_err_ != CUDNN_STATUS_SUCCESS)                                                     \
-      ::convtune::throw_cuda("cudnn", cudnn_message(ct_err_), #call, __FILE__, __LINE__);    \
-  } while (0)
-
-// For destructors: report, never throw.
-#define CT_CUDNN_WARN(call)                                                                  \
-  do {                                                                                       \
-    cudnnStatus_t ct_err_ = (call);                                                          \
-    if (ct_err_ != CUDNN_STATUS_SUCCESS)                                                     \
-      ::convtune::warn_cuda("cudnn", cudnnGetErrorString(ct_err_), #call, __FILE__, __LINE__); \
-  } while (0)
-
-}  // namespace
 
 // Parameter values, in cudnnConvolutionFwdAlgo_t order (CUDNN_CONVOLUTION_FWD_ALGO_<NAME>, lower case).
 const std::vector<std::pair<std::string, cudnnConvolutionFwdAlgo_t>>& cudnn_forward_algos() {

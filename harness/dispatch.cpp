@@ -59,6 +59,16 @@ std::vector<std::string> constraints_of(const json& dispatch, const Family& f) {
   return c.contains(name) ? c[name].get<std::vector<std::string>>() : f.constraint_dims();
 }
 
+// The dims an entry must equal, as the table says (absent in older tables: the family's own).
+std::vector<std::string> required_of(const json& dispatch, const Family& f) {
+  const json r = dispatch.value("fallback", json::object()).value("required", json::object());
+  return r.contains(f.name()) ? r[f.name()].get<std::vector<std::string>>() : f.required_dims();
+}
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 // An entry's dims in the family's schema order.
 std::vector<int64_t> entry_dims(const json& entry, const Family& f) {
   const json& q = entry.at("problem");
@@ -222,8 +232,11 @@ json make_dispatch(const json& summary, const std::vector<json>& records) {
   std::sort(entries.begin(), entries.end(),
             [](const json& a, const json& b) { return a["problem_key"].get<std::string>() < b["problem_key"].get<std::string>(); });
 
-  json constraints = json::object();
-  for (const auto& f : families) constraints[f] = find_family(f).constraint_dims();
+  json constraints = json::object(), required = json::object();
+  for (const auto& f : families) {
+    constraints[f] = find_family(f).constraint_dims();
+    required[f] = find_family(f).required_dims();
+  }
   const json s = summary.is_object() ? summary : json::object();
   return {{"schema", kDispatchSchema},
           {"device", s.value("device", json(nullptr))},
@@ -233,28 +246,32 @@ json make_dispatch(const json& summary, const std::vector<json>& records) {
           {"fallback",
            {{"rules", {"exact shape", "nearest shape of the same family with compatible constraints", "safe default"}},
             {"constraints", constraints},
+            {"required", required},
             {"defaults", safe_defaults(records, choices)}}}};
 }
 
 Lookup lookup(const json& dispatch, const Problem& p) {
   const std::string& fam = p.family;
   const auto cons = constraints_of(dispatch, p.type());
+  const auto required = required_of(dispatch, p.type());
   const auto dims = p.type().dims();
-  // Nearest = lowest (distance over constraint dims, distance over the others): same-constraint
-  // entries first (distance 0), else the nearest constraint values (e.g. the nearest radius).
+  // Entries that differ in a required dim are never used. Nearest = lowest (distance over constraint
+  // dims, distance over the others): same-constraint entries first (distance 0), else the nearest
+  // constraint values (e.g. the nearest radius).
   const json* best = nullptr;
   double best_c = 0, best_s = 0;
   for (const json& e : dispatch.at("entries")) {
     if (e.at("family").get<std::string>() != fam) continue;
     const std::vector<int64_t> ed = entry_dims(e, p.type());
     double c = 0, s = 0;
-    bool exact = true;
+    bool exact = true, usable = true;
     for (size_t i = 0; i < dims.size(); ++i) {
       const int64_t want = p.at(dims[i].name);
       exact = exact && ed[i] == want;
-      const bool is_constraint = std::find(cons.begin(), cons.end(), dims[i].name) != cons.end();
-      (is_constraint ? c : s) += dim_distance(ed[i], want);
+      usable = usable && (ed[i] == want || !listed(required, dims[i].name));
+      (listed(cons, dims[i].name) ? c : s) += dim_distance(ed[i], want);
     }
+    if (!usable) continue;
     if (exact) return {e, "exact"};
     if (!best || c < best_c - kTieEps || (c <= best_c + kTieEps && s < best_s - kTieEps)) {
       best = &e;
@@ -305,9 +322,11 @@ std::string make_header(const json& dispatch) {
   o << "// median_ms is the measured time (0 for a default, which stands for no one shape).\n"
     << "struct Entry {\n  const char* family;\n  int64_t dims[" << max_dims << "];\n  const char* variant;\n"
     << "  Param params[" << kMaxParams << "];\n  int param_count;\n  double median_ms;\n  const char* candidate;\n};\n\n"
-    << "// constraint[i]: dim i must be equal for an entry to be compatible (compile-time in kernels).\n"
+    << "// constraint[i]: entries equal in dim i are preferred (compile-time in kernels); required[i]: an\n"
+    << "// entry that differs in dim i is never used (it decides what a config may do, e.g. TF32 math).\n"
     << "struct FamilyInfo {\n  const char* name;\n  int n_dims;\n  const char* dims[" << max_dims << "];\n"
-    << "  bool constraint[" << max_dims << "];\n  int default_index;  // into kDefaults, -1 if none\n};\n\n"
+    << "  bool constraint[" << max_dims << "];\n  bool required[" << max_dims << "];\n"
+    << "  int default_index;  // into kDefaults, -1 if none\n};\n\n"
     << "struct Choice {\n  const Entry* entry;  // nullptr when rule is \"none\"\n"
     << "  const char* rule;    // \"exact\" | \"nearest\" | \"default\" | \"none\" (unknown family or dim count)\n};\n\n"
     << "inline constexpr char kDevice[] = " << c_string(dev_name) << ";\n"
@@ -319,14 +338,16 @@ std::string make_header(const json& dispatch) {
   for (const auto& f : families) {
     const Family& fam = find_family(f);
     const auto cons = constraints_of(dispatch, fam);
+    const auto required = required_of(dispatch, fam);
     const auto dims = fam.dims();
-    std::string names, flags;
+    std::string names, flags, required_flags;
     for (size_t i = 0; i < dims.size(); ++i) {
       names += (i ? ", " : "") + c_string(dims[i].name);
-      flags += std::string(i ? ", " : "") +
-               (std::find(cons.begin(), cons.end(), dims[i].name) != cons.end() ? "true" : "false");
+      flags += std::string(i ? ", " : "") + (listed(cons, dims[i].name) ? "true" : "false");
+      required_flags += std::string(i ? ", " : "") + (listed(required, dims[i].name) ? "true" : "false");
     }
-    o << "    {" << c_string(f) << ", " << dims.size() << ", {" << names << "}, {" << flags << "}, "
+    o << "    {" << c_string(f) << ", " << dims.size() << ", {" << names << "}, {" << flags << "}, {"
+      << required_flags << "}, "
       << (defaults.contains(f) ? default_index++ : -1) << "},\n";
   }
   o << "};\ninline constexpr int kFamilyCount = " << families.size() << ";\n\n";
@@ -350,7 +371,7 @@ std::string make_header(const json& dispatch) {
   o << R"(// The candidate for a problem of `family` with dims in the family's order: an exact match; else the
 // nearest entry of the family, by sum over dims of |log2((a + 1) / (b + 1))|, compared first over the
 // constraint dims (so entries with equal constraints win, then the nearest constraint values) and then
-// over the others; else the family's default.
+// over the others, among entries equal in every required dim; else the family's default.
 inline Choice select(const char* family, const int64_t* dims, int n_dims) {
   const FamilyInfo* f = nullptr;
   for (int i = 0; i < kFamilyCount; ++i)
@@ -364,12 +385,14 @@ inline Choice select(const char* family, const int64_t* dims, int n_dims) {
     const Entry& e = kEntries[k];
     if (std::strcmp(e.family, family) != 0) continue;
     double c = 0, s = 0;
-    bool exact = true;
+    bool exact = true, usable = true;
     for (int i = 0; i < n_dims; ++i) {
       exact = exact && e.dims[i] == dims[i];
+      usable = usable && (e.dims[i] == dims[i] || !f->required[i]);
       const double d = std::fabs(std::log2((double(e.dims[i]) + 1.0) / (double(dims[i]) + 1.0)));
       (f->constraint[i] ? c : s) += d;
     }
+    if (!usable) continue;
     if (exact) return {&e, "exact"};
     if (!best || c < best_c - 1e-9 || (c <= best_c + 1e-9 && s < best_s - 1e-9)) {
       best = &e;

@@ -29,6 +29,9 @@ class Family {
   // Dims that must be equal for a measured shape to stand in for another in dispatch: those that are
   // compile-time in kernels or change the operation itself.
   virtual std::vector<std::string> constraint_dims() const = 0;
+  // Dims an entry must equal to be used at all, not merely preferred: they decide what a config may do
+  // (precision: whether TF32 math may run). A problem with no such entry gets the family's default.
+  virtual std::vector<std::string> required_dims() const { return {}; }
 
   // References in float64. The CPU one is simple and slow (it checks the GPU one in tests); the GPU one
   // checks full outputs at real sizes. Inputs in operands() order.

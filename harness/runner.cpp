@@ -124,6 +124,8 @@ json Runner::run(const Variant& v, const Problem& p, const Config& c) {
     ProblemBuffers& b = buffers_for(p);
     json check = verify(v, c, *plan, b, true);
     r["error"] = check;
+    const json details = plan->details();
+    if (!details.empty()) r["details"] = details;
     if (!check["pass"].get<bool>()) {
       r["status"] = status::wrong_result;
       return r;

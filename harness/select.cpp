@@ -41,6 +41,7 @@ std::vector<Choice> select_best(const std::vector<json>& records) {
     for (const json* r : cands) {
       const std::string v = (*r)["variant"].get<std::string>();
       if (!c.best_per_variant.count(v)) c.best_per_variant[v] = *r;
+      if (r->value("details", json::object()).value("library_pick", false)) c.library_pick[v] = *r;
     }
     for (const json* r : cands)
       if ((*r)["variant"] != chosen->at("variant")) {

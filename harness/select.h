@@ -17,6 +17,8 @@ struct Choice {
   json runner_up;             // fastest ok record of another variant (null if none)
   double margin = 0;          // runner_up time / best time - 1
   std::map<std::string, json> best_per_variant;  // variant -> its fastest ok record
+  // variant -> the ok record of the config the library picks by itself (details.library_pick), if measured
+  std::map<std::string, json> library_pick;
 };
 
 // Two medians differ beyond noise when their gap exceeds this relative amount: the larger of 1% and

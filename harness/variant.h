@@ -61,6 +61,10 @@ class Plan {
   virtual void run(cudaStream_t stream) = 0;
   virtual KernelAttributes attributes() const { return {}; }
   virtual size_t workspace_bytes() const { return 0; }
+  // Facts about this run worth recording beside the timing, as the record's "details": the math a
+  // library or kernel used ("fp32", "3xtf32", "tf32"), whether it is deterministic, the library's own
+  // pick ("library_pick": true marks the config a library would choose by itself).
+  virtual json details() const { return json::object(); }
 };
 
 class Variant {

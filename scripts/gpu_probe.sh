@@ -17,7 +17,7 @@ t0=$(date +%s)
 timeout 420 ./build/tests/convtune_gpu_tests --gtest_filter="$filter" >"$out/gpu_tests.log" 2>&1
 echo "gpu tests rc=$? in $(( $(date +%s) - t0 )) s"
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|^\[       OK" "$out/gpu_tests.log" | head -20
-grep -E " on (conv1d|conv1d_parts|conv2d)/" "$out/gpu_tests.log" | cut -c1-330 | head -40
+grep -E " on [a-z0-9_]+/" "$out/gpu_tests.log" | cut -c1-400 | head -60
 [ "$spec" = none ] && exit 0
 t0=$(date +%s)
 timeout 480 ./build/convtune sweep "$spec" --results /tmp/results >"$out/sweep.log" 2>&1

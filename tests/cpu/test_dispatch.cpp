@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "harness/dispatch.h"
+#include "harness/family.h"
 #include "harness/error.h"
 #include "harness/records.h"
 #include "harness/sweep.h"
@@ -203,6 +204,39 @@ TEST(Dispatch, LookupRules) {
   EXPECT_EQ(l.rule, "default");
   EXPECT_EQ(l.entry["candidate"], d["fallback"]["defaults"]["conv2d"]["candidate"]);
   EXPECT_EQ(l.entry["config"], kTiledA);
+}
+
+// A layer measured only where TF32 was allowed must never serve a strict-fp32 problem, however near:
+// precision is a required dim, in lookup() and in the exported header.
+TEST(Dispatch, RequiredDimsAreNeverRelaxed) {
+  Problem tf32 = example_problem("layer_fwd"), strict = tf32, other = tf32;
+  tf32.dims["precision"] = 1;
+  other.dims["h"] = 7;  // a far shape, strict
+  auto layer_record = [](const Problem& p, const json& config) {
+    json r = record(p, "layer_fwd.implicit_gemm", config, "ok", 0.1, 4);
+    r["family"] = "layer_fwd";
+    return r;
+  };
+  const json d = make_dispatch(kSummary, {layer_record(tf32, {{"math", "tf32"}}), layer_record(other, {{"math", "fp32"}})});
+  EXPECT_EQ(d["fallback"]["required"]["layer_fwd"], json::array({"precision"}));
+  const Lookup near = lookup(d, strict);
+  EXPECT_EQ(near.rule, "nearest");
+  EXPECT_EQ(near.entry["config"]["math"], "fp32");
+  EXPECT_EQ(lookup(d, tf32).rule, "exact");
+  if (!have_compiler()) GTEST_SKIP() << "no c++ on PATH";
+  TempDir tmp;
+  write_file(tmp.path / "convtune_dispatch.h", make_header(d));
+  std::string dims;
+  for (const DimSpec& dim : find_family("layer_fwd").dims()) dims += std::to_string(strict.at(dim.name)) + ",";
+  write_file(tmp.path / "main.cpp", "#include <cstdio>\n#include \"convtune_dispatch.h\"\nint main() {\n"
+                                    "  const int64_t dims[] = {" + dims + "};\n"
+                                    "  const auto c = convtune_dispatch::select(\"layer_fwd\", dims, sizeof dims / 8);\n"
+                                    "  std::printf(\"%s %s\\n\", c.entry->params[0].str_value, c.rule);\n}\n");
+  const std::string dir = tmp.path.string();
+  ASSERT_EQ(std::system(("c++ -std=c++17 -O1 -o " + dir + "/prog " + dir + "/main.cpp && " + dir + "/prog > " + dir +
+                         "/out.txt").c_str()),
+            0);
+  EXPECT_EQ(read_file(tmp.path / "out.txt"), "fp32 nearest\n");
 }
 
 TEST(Dispatch, HeaderCompilesAndAgreesWithLookup) {

@@ -39,6 +39,8 @@ class LayerConvolutionFamily : public Family {
     c.push_back("precision");
     return c;
   }
+  // A strict-fp32 problem must never take a configuration measured where TF32 was allowed.
+  std::vector<std::string> required_dims() const override { return {"precision"}; }
 
  protected:
   // Dims of the operation itself, between the shape and precision.

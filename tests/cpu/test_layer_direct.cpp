@@ -1,0 +1,124 @@
+// The direct layer variants without a GPU: the correlation the tiled kernel computes reproduces each
+// pass's reference (the index mapping, evaluated here on the CPU), every kernel compiles over a sample of
+// its space, refusals name their reason, and the cost model's numbers.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "harness/family.h"
+#include "harness/variant.h"
+#include "tests/cpu/test_support.h"
+#include "variants/layer_fwd/direct_tiled.h"
+
+using namespace convtune;
+using convtune::test::contains;
+
+namespace {
+
+std::vector<std::vector<float>> random_inputs(const Problem& p, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<std::vector<float>> in;
+  const auto ops = p.type().operands(p);
+  for (size_t i = 0; i + 1 < ops.size(); ++i) {
+    in.emplace_back(size_t(ops[i].elements));
+    for (float& v : in.back()) v = u(rng);
+  }
+  return in;
+}
+
+// What layer_direct_tiled.cuh computes for a correlation, in double, without bias or ReLU.
+std::vector<double> correlate(const DirectTiledVariant::Correlation& k, const LayerShape& l, const float* in,
+                              const float* w) {
+  std::vector<double> out(size_t(l.n * k.out_maps * k.out_h * k.out_w));
+  size_t e = 0;
+  for (int64_t n = 0; n < l.n; ++n)
+    for (int64_t o = 0; o < k.out_maps; ++o)
+      for (int64_t y = 0; y < k.out_h; ++y)
+        for (int64_t x = 0; x < k.out_w; ++x, ++e)
+          for (int64_t m = 0; m < k.in_maps; ++m)
+            for (int64_t i = 0; i < l.r; ++i)
+              for (int64_t j = 0; j < l.s; ++j) {
+                const int64_t yy = y * k.stride_h - k.pad_top + i, xx = x * k.stride_w - k.pad_left + j;
+                if (yy < 0 || xx < 0 || yy % k.dil_h || xx % k.dil_w) continue;
+                if (yy / k.dil_h >= k.in_h || xx / k.dil_w >= k.in_w) continue;
+                const double tap = k.flip_swap ? w[((m * k.out_maps + o) * l.r + (l.r - 1 - i)) * l.s + (l.s - 1 - j)]
+                                               : w[((o * k.in_maps + m) * l.r + i) * l.s + j];
+                out[e] += double(in[((n * k.in_maps + m) * k.in_h + yy / k.dil_h) * k.in_w + xx / k.dil_w]) * tap;
+              }
+  return out;
+}
+
+const DirectTiledVariant& direct(const std::string& name) {
+  return dynamic_cast<const DirectTiledVariant&>(Registry::instance().get(name));
+}
+
+}  // namespace
+
+TEST(LayerDirect, TheTiledCorrelationIsEachPass) {
+  for (const char* name : {"layer_fwd.direct_tiled", "layer_bwd_data.direct"}) {
+    const DirectTiledVariant& v = direct(name);
+    for (Problem p : find_family(v.family()).test_problems()) {
+      if (p.dims.count("bias")) p.dims["bias"] = p.dims["relu"] = 0;
+      const auto in = random_inputs(p, 3);
+      const LayerShape l(p);
+      const std::vector<double> want = cpu_reference(p, in);
+      const std::vector<double> got = correlate(v.correlation(l), l, in[0].data(), in[1].data());
+      ASSERT_EQ(got.size(), want.size()) << name << " " << p.key();
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-9) << name << " " << p.key() << " [" << i << "]";
+    }
+  }
+}
+
+TEST(LayerDirect, KernelsCompileOverASampleOfTheirSpace) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  std::vector<JitProgram> programs;
+  for (const char* name : {"layer_fwd.direct_tiled", "layer_bwd_data.direct", "layer_bwd_filter.direct"}) {
+    const Variant& v = Registry::instance().get(name);
+    std::vector<Problem> problems = find_family(v.family()).test_problems();
+    problems.push_back(find_family(v.family()).example());
+    size_t implementable = 0, index = 0;
+    for (const Problem& p : problems)
+      for (const Config& c : v.space(p, dev).enumerate()) {
+        if (!v.can_implement(p, c, dev)) continue;
+        ++implementable;
+        if (index++ % 23 == 0)
+          for (const JitProgram& prog : v.programs(p, c)) programs.push_back(prog);
+      }
+    EXPECT_GT(implementable, problems.size()) << name;
+  }
+  convtune::test::expect_all_compile(programs);
+}
+
+TEST(LayerDirect, RefusalsSayWhy) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& fwd = Registry::instance().get("layer_fwd.direct_tiled");
+  Problem p = find_family("layer_fwd").example();
+  Config c = {{"tile_w", 32}, {"tile_h", 4}, {"maps", 16}, {"maps_per_thread", 8}, {"pix_per_thread", 4}, {"in_chunk", 4}};
+  EXPECT_TRUE(fwd.can_implement(p, c, dev));
+  c["tile_w"] = 16;
+  c["pix_per_thread"] = 32;
+  EXPECT_TRUE(contains(fwd.can_implement(p, c, dev).reason, "pix_per_thread must divide tile_w"));
+  c = {{"tile_w", 64}, {"tile_h", 8}, {"maps", 64}, {"maps_per_thread", 4}, {"pix_per_thread", 2}, {"in_chunk", 1}};
+  EXPECT_TRUE(contains(fwd.can_implement(p, c, dev).reason, "threads > device limit")) << fwd.can_implement(p, c, dev).reason;
+  p.dims["r"] = p.dims["s"] = 17;
+  p.dims["pad_h"] = p.dims["pad_w"] = 0;
+  EXPECT_TRUE(contains(fwd.can_implement(p, c, dev).reason, "16x16"));
+
+  const Variant& filter = Registry::instance().get("layer_bwd_filter.direct");
+  Problem tiny = find_family("layer_bwd_filter").test_problems().front();  // n = h = w = 1: one segment
+  const Config split = {{"maps_per_thread", 4}, {"warps", 2}, {"splits", 32}};
+  EXPECT_TRUE(contains(filter.can_implement(tiny, split, dev).reason, "segments"));
+}
+
+TEST(LayerDirect, CostModel) {
+  // N2 C3 8x8 K4 R3 pad1 stride 1: P = Q = 8. Tiles 8x4 -> 2 tiles, one map group of 8, 2 images.
+  const Problem p = layer_problem("layer_fwd", find_family("layer_fwd").dims(), {2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 0, 0, 0});
+  const Config c = {{"tile_w", 8}, {"tile_h", 4}, {"maps", 8}, {"maps_per_thread", 4}, {"pix_per_thread", 2}, {"in_chunk", 1}};
+  const Cost cost = Registry::instance().get("layer_fwd.direct_tiled").cost(p, c);
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * (2 * 4 * 8 * 8) * (3 * 3 * 3));
+  EXPECT_DOUBLE_EQ(cost.flops_variant, cost.flops);
+  EXPECT_DOUBLE_EQ(cost.bytes_min, 4.0 * (2 * 3 * 64 + 4 * 27 + 2 * 4 * 64));
+  // Per block and input map: a 6x10 tile with halo + 9 taps x 8 maps; 4 blocks, 3 maps; the output once.
+  EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (4 * 3 * (6 * 10 + 9 * 8) + 2 * 4 * 64));
+}

@@ -1,0 +1,234 @@
+// The implicit-GEMM variants without a GPU: the GEMM evaluated on the host through the kernel's own
+// gather functions equals each family's float64 reference on every test shape (the only test of the index
+// math short of a GPU); every program of the spaces compiles; the precision and splits rules; the cost.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "harness/family.h"
+#include "harness/variant.h"
+#include "variants/layer_fwd/implicit_gemm.h"
+#include "variants/layer_fwd/layer_variant.h"
+
+#include "tests/cpu/test_support.h"
+
+using namespace convtune;
+using namespace convtune::test;
+
+namespace {
+
+const char* const kPasses[] = {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"};
+
+std::vector<std::vector<float>> random_inputs(const Problem& p, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<Operand> ops = p.operands();
+  ops.pop_back();  // the output
+  std::vector<std::vector<float>> in;
+  for (const Operand& op : ops) {
+    in.emplace_back(size_t(op.elements));
+    for (float& v : in.back()) v = dist(rng);
+  }
+  return in;
+}
+
+// D = A B through Gemm's gathers and output map, in double, as the kernel's store_element finishes it.
+// `writes` counts the stores per output element: each must be written exactly once.
+template <class Gemm>
+std::vector<double> host_gemm(const GemmShape& s, const float* a, const float* b, const float* bias, bool relu,
+                              size_t out_elements, std::vector<int>& writes) {
+  std::vector<double> d(out_elements, 0.0);
+  writes.assign(out_elements, 0);
+  for (int m = 0; m < Gemm::m_size(s); ++m) {
+    const typename Gemm::Row row = Gemm::row(s, m);
+    for (int n = 0; n < Gemm::n_size(s); ++n) {
+      const typename Gemm::Col col = Gemm::col(s, n);
+      double acc = 0;
+      for (int t = 0; t < Gemm::t_size(s); ++t) {
+        const typename Gemm::Tap tap = Gemm::tap(s, t);
+        const int ao = Gemm::a_offset(s, row, tap), bo = Gemm::b_offset(s, col, tap);
+        if (ao >= 0 && bo >= 0) acc += double(a[ao]) * double(b[bo]);
+      }
+      if (bias) acc += double(bias[n]);
+      if (relu && acc < 0) acc = 0;
+      const size_t at = size_t(Gemm::d_row(s, m) + n * Gemm::d_col_stride(s));
+      if (at >= out_elements) {
+        ADD_FAILURE() << "output index " << at << " out of range (m " << m << ", n " << n << ")";
+        continue;
+      }
+      d[at] = acc;
+      ++writes[at];
+    }
+  }
+  return d;
+}
+
+std::vector<double> host_gemm_of(const Problem& p, const std::vector<std::vector<float>>& in,
+                                  std::vector<int>& writes) {
+  const GemmShape s{LayerShape(p)};
+  const size_t out = size_t(p.output_elements());
+  if (p.family == "layer_fwd") {
+    const float* bias = p.at("bias") == 1 ? in.at(2).data() : nullptr;
+    return host_gemm<igemm::FwdGemm>(s, in[0].data(), in[1].data(), bias, p.at("relu") == 1, out, writes);
+  }
+  if (p.family == "layer_bwd_data")
+    return host_gemm<igemm::BwdDataGemm>(s, in[0].data(), in[1].data(), nullptr, false, out, writes);
+  return host_gemm<igemm::BwdFilterGemm>(s, in[1].data(), in[0].data(), nullptr, false, out, writes);  // A = dy
+}
+
+// Out-of-range rows, columns and taps (as in a partial edge tile) must gather zeros.
+template <class Gemm>
+void expect_out_of_range_is_zero(const GemmShape& s) {
+  const typename Gemm::Row past_m = Gemm::row(s, Gemm::m_size(s));
+  const typename Gemm::Col past_n = Gemm::col(s, Gemm::n_size(s));
+  const typename Gemm::Tap past_t = Gemm::tap(s, Gemm::t_size(s));
+  for (int t = 0; t < Gemm::t_size(s); ++t) {
+    EXPECT_EQ(Gemm::a_offset(s, past_m, Gemm::tap(s, t)), -1);
+    EXPECT_EQ(Gemm::b_offset(s, past_n, Gemm::tap(s, t)), -1);
+  }
+  EXPECT_EQ(Gemm::a_offset(s, Gemm::row(s, 0), past_t), -1);
+  EXPECT_EQ(Gemm::b_offset(s, Gemm::col(s, 0), past_t), -1);
+}
+
+Problem big(const std::string& family, std::vector<int64_t> values) {
+  return layer_problem(family, find_family(family).dims(), values);
+}
+
+// The 56x56 ResNet stage and the 7x7 stride-2 stem (values in dims() order: n c h w k r s pad_h pad_w u v).
+std::vector<Problem> big_shapes(const std::string& family) {
+  return {big(family, {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1}), big(family, {32, 3, 224, 224, 64, 7, 7, 3, 3, 2, 2})};
+}
+
+std::vector<JitProgram> all_programs(const std::string& family) {
+  const Variant& v = Registry::instance().get(family + ".implicit_gemm");
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  std::vector<Problem> problems = find_family(family).test_problems();
+  for (const Problem& p : big_shapes(family)) problems.push_back(p);
+  std::vector<JitProgram> out;
+  for (const Problem& p : problems)
+    for (const Config& c : v.space(p, dev).enumerate())
+      if (v.can_implement(p, c, dev))
+        for (const JitProgram& prog : v.programs(p, c)) out.push_back(prog);
+  return out;
+}
+
+Config config(const std::string& math, const std::string& tile, int stages) {
+  return {{"math", math}, {"tile", tile}, {"stages", stages}};
+}
+
+}  // namespace
+
+TEST(LayerImplicitGemm, HostGemmThroughGathersMatchesReferences) {
+  unsigned seed = 1;
+  for (const char* family : kPasses)
+    for (const Problem& p : find_family(family).test_problems()) {
+      const auto in = random_inputs(p, seed++);
+      const std::vector<double> want = cpu_reference(p, in);
+      std::vector<int> writes;
+      const std::vector<double> got = host_gemm_of(p, in, writes);
+      ASSERT_EQ(got.size(), want.size()) << p.key();
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(writes[i], 1) << p.key() << " element " << i << " written " << writes[i] << " times";
+        EXPECT_NEAR(got[i], want[i], 1e-12 * (1 + std::fabs(want[i]))) << p.key() << " [" << i << "]";
+      }
+    }
+}
+
+TEST(LayerImplicitGemm, OutOfRangeGathersAreZero) {
+  for (const char* family : kPasses)
+    for (const Problem& p : find_family(family).test_problems()) {
+      const GemmShape s{LayerShape(p)};
+      expect_out_of_range_is_zero<igemm::FwdGemm>(s);
+      expect_out_of_range_is_zero<igemm::BwdDataGemm>(s);
+      expect_out_of_range_is_zero<igemm::BwdFilterGemm>(s);
+    }
+}
+
+TEST(LayerImplicitGemmCompile, Forward) { expect_all_compile(all_programs("layer_fwd")); }
+TEST(LayerImplicitGemmCompile, BackwardData) { expect_all_compile(all_programs("layer_bwd_data")); }
+TEST(LayerImplicitGemmCompile, BackwardFilter) { expect_all_compile(all_programs("layer_bwd_filter")); }
+
+TEST(LayerImplicitGemm, Tf32OnlyWithPrecisionOne) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  for (const char* family : kPasses) {
+    const Variant& v = Registry::instance().get(std::string(family) + ".implicit_gemm");
+    Problem p = big_shapes(family).front();
+    Config c = config(kMathTf32, "128x64x16", 2);
+    if (std::string(family) == "layer_bwd_filter") c["splits"] = 16;
+    const Status strict = v.can_implement(p, c, dev);
+    EXPECT_FALSE(strict.ok) << family;
+    EXPECT_TRUE(contains(strict.reason, "precision")) << strict.reason;
+    p.dims["precision"] = 1;
+    EXPECT_TRUE(v.can_implement(p, c, dev).ok) << family << ": " << v.can_implement(p, c, dev).reason;
+    c["math"] = kMath3xTf32;
+    p.dims["precision"] = 0;
+    EXPECT_TRUE(v.can_implement(p, c, dev).ok) << family;
+    // 3xTF32 is held to the strict fp32 bound.
+    EXPECT_EQ(v.tolerance(p, c).rel_l2, v.tolerance(p, config(kMathFp32, "128x64x8", 2)).rel_l2);
+  }
+}
+
+TEST(LayerImplicitGemm, TileMustMatchMath) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = Registry::instance().get("layer_fwd.implicit_gemm");
+  const Problem p = big_shapes("layer_fwd").front();
+  EXPECT_FALSE(v.can_implement(p, config(kMathFp32, "128x64x16", 2), dev).ok);
+  EXPECT_FALSE(v.can_implement(p, config(kMath3xTf32, "128x64x8", 2), dev).ok);
+  EXPECT_FALSE(v.can_implement(p, config(kMathFp32, "7x7x7", 2), dev).ok);
+  EXPECT_TRUE(v.can_implement(p, config(kMathFp32, "128x64x8", 3), dev).ok);
+}
+
+TEST(LayerImplicitGemm, SplitsAtMostTheKTiles) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = Registry::instance().get("layer_bwd_filter.implicit_gemm");
+  // n*P*Q = 2*7*9 = 126 terms: 16 k-tiles of 8, 8 of 16.
+  const Problem p = find_family("layer_bwd_filter").test_problems().at(1);
+  Config c = config(kMathFp32, "64x64x8", 2);
+  c["splits"] = 16;
+  EXPECT_TRUE(v.can_implement(p, c, dev).ok) << v.can_implement(p, c, dev).reason;
+  c["splits"] = 17;
+  EXPECT_FALSE(v.can_implement(p, c, dev).ok);
+  c = config(kMath3xTf32, "64x64x16", 2);
+  c["splits"] = 8;
+  EXPECT_TRUE(v.can_implement(p, c, dev).ok);
+  c["splits"] = 16;
+  const Status s = v.can_implement(p, c, dev);
+  EXPECT_FALSE(s.ok);
+  EXPECT_TRUE(contains(s.reason, "k-tiles")) << s.reason;
+}
+
+TEST(LayerImplicitGemm, CostByHand) {
+  const Variant& v = Registry::instance().get("layer_fwd.implicit_gemm");
+  const Problem p = big_shapes("layer_fwd").front();  // m = 32*56*56 = 100352, n = 64, t = 64*9 = 576
+  const Cost c = v.cost(p, config(kMathFp32, "128x64x8", 2));
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 100352 * 64 * 576);
+  EXPECT_DOUBLE_EQ(c.flops_variant, 7398752256.0);
+  EXPECT_DOUBLE_EQ(c.bytes_min, 4.0 * (6422528 + 36864 + 6422528));
+  // B (64 x 576) re-read by 784 m-tiles, gathered A (100352 x 576) by 1 n-tile, y written once.
+  EXPECT_DOUBLE_EQ(c.bytes_model, 4.0 * (784.0 * 36864 + 57802752 + 6422528));
+
+  const Variant& f = Registry::instance().get("layer_bwd_filter.implicit_gemm");
+  const Problem q = big_shapes("layer_bwd_filter").front();  // m = 64, n = 576, t = 100352
+  Config cf = config(kMathFp32, "64x64x8", 2);
+  cf["splits"] = 16;
+  const Cost cb = f.cost(q, cf);
+  EXPECT_DOUBLE_EQ(cb.flops, 7398752256.0);
+  // B (576 x 100352) once per m-tile, A (64 x 100352) by 9 n-tiles, 16 partials written and read, dw written.
+  EXPECT_DOUBLE_EQ(cb.bytes_model, 4.0 * (57802752.0 + 9.0 * 6422528 + 2.0 * 16 * 36864 + 36864));
+}
+
+TEST(LayerImplicitGemm, SpacesAreSmall) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  for (const char* family : kPasses) {
+    const Variant& v = Registry::instance().get(std::string(family) + ".implicit_gemm");
+    EXPECT_EQ(v.complexity(), 4);
+    const Problem p = big_shapes(family).front();
+    size_t valid = 0;
+    for (const Config& c : v.space(p, dev).enumerate()) valid += v.can_implement(p, c, dev).ok;
+    EXPECT_GT(valid, 0u) << family;
+    EXPECT_LE(valid, 40u) << family;
+  }
+}

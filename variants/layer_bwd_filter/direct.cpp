@@ -1,0 +1,74 @@
+// layer_bwd_filter.direct: accumulation over images and pixels, warp-reduced, split over blocks whose
+// partial sums a second kernel adds in a fixed order (kernels/layer_bwd_filter_direct.cuh).
+#include <algorithm>
+
+#include "variants/layer_bwd_filter/layer_bwd_filter.h"
+#include "variants/layer_fwd/layer_variant.h"
+
+namespace convtune {
+namespace {
+
+constexpr int kSumThreads = 256;
+
+int64_t segments(const LayerShape& l) { return l.n * l.p * layer_div_up(l.q, 32); }
+
+class LayerBwdFilterDirect : public JitLayerVariant {
+ public:
+  std::string name() const override { return "layer_bwd_filter.direct"; }
+  std::string family() const override { return kLayerBwdFilter; }
+  std::string summary() const override {
+    return "direct: a warp owns maps_per_thread maps x s taps of one (c, i); lanes take 32 columns of a dy row "
+           "(coalesced); (image, row) segments split over `splits` blocks, partial sums added in a fixed order";
+  }
+  int complexity() const override { return 2; }
+  ParamSpace space(const Problem&, const DeviceInfo&) const override {
+    return ParamSpace()
+        .add("maps_per_thread", "output maps per warp (accumulators: maps_per_thread x s)", layer_values({4, 8, 16}))
+        .add("warps", "warps per block", layer_values({2, 4, 8}))
+        .add("splits", "blocks the (image, row) segments are split over", layer_values({32, 64, 128, 256, 512, 1024}));
+  }
+  Tolerance tolerance(const Problem& p, const Config&) const override {
+    return layer_tolerance(bwd_filter_sum_length(LayerShape(p)), kMathFp32);
+  }
+  // dy read once per (c, i) pair and x once per map group (L1 and L2 absorb part of it); the partial sums
+  // written and read once.
+  Cost cost(const Problem& p, const Config& c) const override {
+    const LayerShape l(p);
+    const double groups = double(layer_div_up(l.k, cfg_value(c, "maps_per_thread")));
+    const double partials = double(cfg_value(c, "splits")) * double(l.filter_elements());
+    const double bytes = 4.0 * (double(l.y_elements()) * double(l.c * l.r) + double(l.x_elements()) * groups * double(l.r) +
+                                2 * partials + double(l.filter_elements()));
+    return {p.direct_flops(), p.direct_flops(), operand_bytes(p), bytes};
+  }
+
+ protected:
+  std::string source() const override { return "layer_bwd_filter_direct.cuh"; }
+  Status constraints(const LayerShape& l, const Config& c) const override {
+    if (cfg_value(c, "maps_per_thread") * l.s > 128) return Status::no("maps_per_thread x s > 128 accumulators per thread");
+    if (cfg_value(c, "splits") > segments(l))
+      return Status::no("splits > the " + std::to_string(segments(l)) + " (image, row, 32 columns) segments");
+    if (cfg_value(c, "maps_per_thread") > 2 * l.k && cfg_value(c, "maps_per_thread") > 4)
+      return Status::no("maps_per_thread more than twice k");
+    return Status::yes();
+  }
+  std::vector<std::string> defines(const LayerShape&, const Problem&, const Config& c) const override {
+    return {layer_define("MAPS_PER_THREAD", cfg_value(c, "maps_per_thread")), layer_define("WARPS", cfg_value(c, "warps")),
+            layer_define("SPLITS", cfg_value(c, "splits"))};
+  }
+  std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const override {
+    const int64_t items = layer_div_up(l.k, cfg_value(c, "maps_per_thread")) * l.c * l.r;
+    const int64_t sum_blocks = std::min<int64_t>(layer_div_up(l.filter_elements(), kSumThreads), 4096);
+    return {{"layer_bwd_filter_direct_kernel",
+             dim3(unsigned(cfg_value(c, "splits")), unsigned(layer_div_up(items, cfg_value(c, "warps")))),
+             dim3(32, unsigned(cfg_value(c, "warps")))},
+            {"layer_bwd_filter_sum_splits_kernel", dim3(unsigned(sum_blocks)), dim3(kSumThreads)}};
+  }
+  size_t workspace_bytes(const LayerShape& l, const Config& c) const override {
+    return size_t(cfg_value(c, "splits")) * size_t(l.filter_elements()) * sizeof(float);
+  }
+};
+
+CONVTUNE_REGISTER_VARIANT(LayerBwdFilterDirect);
+
+}  // namespace
+}  // namespace convtune

@@ -1,0 +1,68 @@
+// Direct backward-filter: dw[k,c,i,j] = sum over (image, p, q) of x[image, c, p*U-PAD_H+i, q*V-PAD_W+j] *
+// dy[image, k, p, q]. A warp owns MAPS_PER_THREAD maps x S taps of one (c, i) pair; its 32 lanes take 32
+// consecutive output columns of a row, so both loads are coalesced and each dy value feeds S multiply-adds,
+// each x value MAPS_PER_THREAD. The (image, row, 32-column block) segments are split over SPLITS blocks
+// (grid.x); each writes its warp-reduced partial sums to the workspace [SPLITS][K*C*R*S], and a second
+// kernel adds the splits in a fixed order: deterministic, no atomics.
+// Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), MAPS_PER_THREAD, WARPS, SPLITS.
+
+#define MAP_GROUPS ((K + MAPS_PER_THREAD - 1) / MAPS_PER_THREAD)
+#define COLUMN_BLOCKS ((Q + 31) / 32)
+#define SEGMENTS (N * P * COLUMN_BLOCKS)
+#define FILTER_ELEMENTS (K * C * R * S)
+
+extern "C" __global__ void __launch_bounds__(32 * WARPS)
+    layer_bwd_filter_direct_kernel(const float* __restrict__ x, const float* __restrict__ dy, float*, void* workspace) {
+  const int lane = threadIdx.x;
+  const int item = blockIdx.y * WARPS + threadIdx.y;  // (map group, c, i), uniform across the warp
+  if (item >= MAP_GROUPS * C * R) return;
+  const int i = item % R, c = (item / R) % C, k0 = (item / (R * C)) * MAPS_PER_THREAD;
+
+  float acc[MAPS_PER_THREAD][S];
+#pragma unroll
+  for (int m = 0; m < MAPS_PER_THREAD; ++m)
+#pragma unroll
+    for (int j = 0; j < S; ++j) acc[m][j] = 0.f;
+
+  for (int segment = blockIdx.x; segment < SEGMENTS; segment += SPLITS) {
+    const int q = (segment % COLUMN_BLOCKS) * 32 + lane, p = (segment / COLUMN_BLOCKS) % P;
+    const int image = segment / (COLUMN_BLOCKS * P);
+    const int row = p * U - PAD_H + i;
+    if (q >= Q || row < 0 || row >= H) continue;
+    float g[MAPS_PER_THREAD];
+#pragma unroll
+    for (int m = 0; m < MAPS_PER_THREAD; ++m)
+      g[m] = k0 + m < K ? dy[((size_t(image) * K + k0 + m) * P + p) * Q + q] : 0.f;
+    const float* x_row = x + ((size_t(image) * C + c) * H + row) * W;
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+      const int col = q * V - PAD_W + j;
+      const float v = col >= 0 && col < W ? x_row[col] : 0.f;
+#pragma unroll
+      for (int m = 0; m < MAPS_PER_THREAD; ++m) acc[m][j] = fmaf(v, g[m], acc[m][j]);
+    }
+  }
+
+  // Butterfly: every lane ends with the warp's sums; lane e % 32 stores entry e.
+  float* partial = static_cast<float*>(workspace) + size_t(blockIdx.x) * FILTER_ELEMENTS;
+#pragma unroll
+  for (int m = 0; m < MAPS_PER_THREAD; ++m)
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+      float v = acc[m][j];
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+      if ((m * S + j) % 32 == lane && k0 + m < K) partial[(((k0 + m) * C + c) * R + i) * S + j] = v;
+    }
+}
+
+// dw = the splits' partial sums added in split order.
+extern "C" __global__ void layer_bwd_filter_sum_splits_kernel(const float*, const float*, float* __restrict__ dw,
+                                                              void* workspace) {
+  const float* partial = static_cast<const float*>(workspace);
+  for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < FILTER_ELEMENTS; e += gridDim.x * blockDim.x) {
+    float sum = 0.f;
+    for (int split = 0; split < SPLITS; ++split) sum += partial[size_t(split) * FILTER_ELEMENTS + e];
+    dw[e] = sum;
+  }
+}

@@ -1,0 +1,110 @@
+// layer_fwd.direct_tiled: the ConvNets seed's tiled kernel done right (3D grid of image, output-map group
+// and output tile; input tile plus halo and the taps in shared memory; a loop over input maps), with
+// output-map and output-pixel coarsening per thread, any H and W, any stride.
+#include "variants/layer_fwd/direct_tiled.h"
+
+#include "variants/layer_fwd/layer_fwd.h"
+
+namespace convtune {
+
+namespace {
+
+int64_t tile_in(int64_t tile, int64_t stride, int64_t taps) { return (tile - 1) * stride + taps; }
+
+}  // namespace
+
+ParamSpace DirectTiledVariant::space(const Problem&, const DeviceInfo&) const {
+  return ParamSpace()
+      .add("tile_w", "output tile width", layer_values({16, 32, 64}))
+      .add("tile_h", "output tile height", layer_values({2, 4, 8}))
+      .add("maps", "output maps per block", layer_values({8, 16, 32, 64}))
+      .add("maps_per_thread", "output maps per thread", layer_values({4, 8}))
+      .add("pix_per_thread", "consecutive output pixels per thread (a row)", layer_values({2, 4, 8}))
+      .add("in_chunk", "input maps staged in shared memory at a time", layer_values({1, 4, 8}));
+}
+
+Status DirectTiledVariant::constraints(const LayerShape& l, const Config& c) const {
+  const Correlation k = correlation(l);
+  if (l.r > 16 || l.s > 16) return Status::no("filter larger than 16x16: the kernel unrolls every tap");
+  if (cfg_value(c, "maps") % cfg_value(c, "maps_per_thread") != 0) return Status::no("maps_per_thread must divide maps");
+  if (cfg_value(c, "tile_w") % cfg_value(c, "pix_per_thread") != 0) return Status::no("pix_per_thread must divide tile_w");
+  if (cfg_value(c, "in_chunk") > k.in_maps && cfg_value(c, "in_chunk") > 1)
+    return Status::no("in_chunk larger than the " + std::to_string(k.in_maps) + " input maps");
+  if (cfg_value(c, "maps") > 2 * k.out_maps && cfg_value(c, "maps") > 8)
+    return Status::no("maps per block more than twice the " + std::to_string(k.out_maps) + " output maps");
+  const int64_t window = (cfg_value(c, "pix_per_thread") - 1) * k.stride_w + l.s;
+  if (cfg_value(c, "maps_per_thread") * cfg_value(c, "pix_per_thread") + window > 96)
+    return Status::no("more than 96 accumulators and window registers per thread");
+  return Status::yes();
+}
+
+std::vector<std::string> DirectTiledVariant::defines(const LayerShape& l, const Problem& p, const Config& c) const {
+  const Correlation k = correlation(l);
+  const bool forward = p.dims.count("bias") != 0;
+  return {layer_define("OUT_MAPS", k.out_maps), layer_define("IN_MAPS", k.in_maps),
+          layer_define("IN_H", k.in_h),         layer_define("IN_W", k.in_w),
+          layer_define("OUT_H", k.out_h),       layer_define("OUT_W", k.out_w),
+          layer_define("STRIDE_H", k.stride_h), layer_define("STRIDE_W", k.stride_w),
+          layer_define("DIL_H", k.dil_h),       layer_define("DIL_W", k.dil_w),
+          layer_define("PAD_TOP", k.pad_top),   layer_define("PAD_LEFT", k.pad_left),
+          layer_define("FLIP_SWAP", k.flip_swap),
+          layer_define("BIAS", forward && p.at("bias") == 1),
+          layer_define("RELU", forward && p.at("relu") == 1),
+          layer_define("TILE_W", cfg_value(c, "tile_w")),
+          layer_define("TILE_H", cfg_value(c, "tile_h")),
+          layer_define("MAPS", cfg_value(c, "maps")),
+          layer_define("MAPS_PER_THREAD", cfg_value(c, "maps_per_thread")),
+          layer_define("PIX_PER_THREAD", cfg_value(c, "pix_per_thread")),
+          layer_define("IN_CHUNK", cfg_value(c, "in_chunk"))};
+}
+
+std::vector<LayerLaunch> DirectTiledVariant::launches(const LayerShape& l, const Config& c) const {
+  const Correlation k = correlation(l);
+  const int64_t tw = cfg_value(c, "tile_w"), th = cfg_value(c, "tile_h"), maps = cfg_value(c, "maps");
+  const int64_t chunk = cfg_value(c, "in_chunk");
+  const int64_t tiles = layer_div_up(k.out_w, tw) * layer_div_up(k.out_h, th);
+  const int64_t smem = 4 * chunk * (l.r * l.s * maps + tile_in(th, k.stride_h, l.r) * tile_in(tw, k.stride_w, l.s));
+  return {{"layer_direct_tiled_kernel",
+           dim3(unsigned(tiles), unsigned(layer_div_up(k.out_maps, maps)), unsigned(l.n)),
+           dim3(unsigned(tw / cfg_value(c, "pix_per_thread")), unsigned(th),
+                unsigned(maps / cfg_value(c, "maps_per_thread"))),
+           int(smem)}};
+}
+
+// Per block and input map: the input tile with its halo and the group's taps, from L2; the output once.
+Cost DirectTiledVariant::cost(const Problem& p, const Config& c) const {
+  const LayerShape l(p);
+  const Correlation k = correlation(l);
+  const int64_t tw = cfg_value(c, "tile_w"), th = cfg_value(c, "tile_h"), maps = cfg_value(c, "maps");
+  const double blocks = double(layer_div_up(k.out_w, tw) * layer_div_up(k.out_h, th) * layer_div_up(k.out_maps, maps) * l.n);
+  const double per_block = double(k.in_maps) * double(tile_in(th, k.stride_h, l.r) * tile_in(tw, k.stride_w, l.s) + l.r * l.s * maps);
+  const double out = double(k.out_maps * k.out_h * k.out_w * l.n);
+  // Backward-data also multiplies the zeros between dilated dy pixels: about u*v times the direct count.
+  const double own_flops = 2.0 * out * double(k.in_maps * l.r * l.s);
+  return {p.direct_flops(), own_flops, operand_bytes(p), 4.0 * (blocks * per_block + out)};
+}
+
+namespace {
+
+class LayerFwdDirectTiled : public DirectTiledVariant {
+ public:
+  std::string name() const override { return "layer_fwd.direct_tiled"; }
+  std::string family() const override { return kLayerFwd; }
+  std::string summary() const override {
+    return "direct: block = (image, output-map group, output tile); input tile + halo and taps in shared memory, "
+           "in_chunk input maps at a time; maps_per_thread x pix_per_thread outputs per thread; fused bias/ReLU";
+  }
+  Tolerance tolerance(const Problem& p, const Config&) const override {
+    return layer_tolerance(forward_sum_length(LayerShape(p)), kMathFp32);
+  }
+
+ protected:
+  Correlation correlation(const LayerShape& l) const override {
+    return {l.k, l.c, l.h, l.w, l.p, l.q, l.u, l.v, 1, 1, l.pad_h, l.pad_w, false};
+  }
+};
+
+CONVTUNE_REGISTER_VARIANT(LayerFwdDirectTiled);
+
+}  // namespace
+}  // namespace convtune

@@ -1,0 +1,66 @@
+// The implicit-GEMM variants of the three convolution-layer passes (layer_fwd, layer_bwd_data,
+// layer_bwd_filter): one NVRTC kernel (kernels/layer_implicit_gemm.cuh) whose PASS define picks the
+// gathers of kernels/layer_implicit_gemm_gather.cuh, with fp32 SIMT, 3xTF32 and TF32 tensor-core math.
+// This base class holds the space, constraints, cost and launch; each pass's variant names its pass.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "harness/variant.h"
+#include "variants/layer_fwd/kernels/layer_implicit_gemm_gather.cuh"
+#include "variants/layer_fwd/layer_shape.h"
+#include "variants/layer_fwd/layer_variant.h"
+
+namespace convtune {
+
+// The shape in the form the gather functions read (lowercase int members), on the host.
+struct GemmShape {
+  int n, c, h, w, k, r, s, pad_h, pad_w, u, v, p, q;
+  explicit GemmShape(const LayerShape& l)
+      : n(int(l.n)), c(int(l.c)), h(int(l.h)), w(int(l.w)), k(int(l.k)), r(int(l.r)), s(int(l.s)),
+        pad_h(int(l.pad_h)), pad_w(int(l.pad_w)), u(int(l.u)), v(int(l.v)), p(int(l.p)), q(int(l.q)) {}
+};
+
+enum class GemmPass { forward = 0, bwd_data = 1, bwd_filter = 2 };
+
+// The GEMM extents of a pass: D is m x n, each element a sum over t.
+struct GemmExtent {
+  int64_t m, n, t;
+};
+GemmExtent gemm_extent(GemmPass pass, const LayerShape& l);
+
+// A named CTA tile: BM x BN x BK, computed by SIMT threads of TM x TN outputs or by warps of mma tiles.
+struct GemmTile {
+  std::string name;  // "128x64x8"
+  int bm, bn, bk;
+  bool tensor_cores;
+  int tm, tn;             // SIMT: outputs per thread
+  int warps_m, warps_n;   // tensor cores: warp grid
+  int threads() const { return tensor_cores ? 32 * warps_m * warps_n : (bm / tm) * (bn / tn); }
+};
+const std::vector<GemmTile>& gemm_tiles();
+const GemmTile* find_gemm_tile(const std::string& name);
+
+class ImplicitGemmVariant : public Variant {
+ public:
+  explicit ImplicitGemmVariant(GemmPass pass) : pass_(pass) {}
+  std::string summary() const override;
+  ParamSpace space(const Problem& p, const DeviceInfo& dev) const override;
+  Status can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
+  Cost cost(const Problem& p, const Config& c) const override;
+  Tolerance tolerance(const Problem& p, const Config& c) const override;
+  std::vector<JitProgram> programs(const Problem& p, const Config& c) const override;
+  std::unique_ptr<Plan> prepare(const Problem& p, const Config& c, const DeviceInfo& dev,
+                                JitCache& jit) const override;
+  int complexity() const override { return 4; }
+
+  // The kernels a config launches (the split reduction after the GEMM when splits > 1).
+  std::vector<LayerLaunch> launches(const Problem& p, const Config& c) const;
+  size_t workspace_bytes(const Problem& p, const Config& c) const;
+  int splits(const Config& c) const { return pass_ == GemmPass::bwd_filter ? c.at("splits").get<int>() : 1; }
+
+ private:
+  GemmPass pass_;
+};
+
+}  // namespace convtune

@@ -1,0 +1,128 @@
+// The three convolution-layer passes as GEMMs D[m][n] = sum_t A(m,t) B(t,n): where each GEMM element
+// lives in the NCHW tensors. Shared by the NVRTC kernel (layer_implicit_gemm.cuh, where the shape is a
+// struct of compile-time constants) and the CPU test (a struct of run-time ints), so that the test
+// evaluates the GEMM through these very functions against each family's reference.
+//
+// A gather is split in two: the part that depends only on the fixed row (m of A, n of B) is computed
+// once per thread (Row/Col), the part that depends on t once per k-step (Tap); an offset of -1 means a
+// zero (padding, a stride gap, or outside the GEMM). The shape members are lowercase: the kernel's
+// -D defines (N, C, H, ...) would replace uppercase names.
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define IGEMM_HD __host__ __device__ __forceinline__
+#else
+#define IGEMM_HD inline
+#endif
+
+namespace igemm {
+
+// forward: m = (img, p, q), n = k, t = (c, i, j).  A = x (gathered), B = filter, D = y.
+struct FwdGemm {
+  static constexpr bool kAAlongM = true;  // consecutive m = consecutive q: coalesced along m
+  struct Row { int base, y0, x0; bool valid; };  // x offset of image img; top-left input pixel
+  struct Col { int base; bool valid; };          // filter offset of map n
+  struct Tap { int t, c, i, j; bool valid; };
+
+  template <class Shape> static IGEMM_HD int m_size(const Shape& s) { return s.n * s.p * s.q; }
+  template <class Shape> static IGEMM_HD int n_size(const Shape& s) { return s.k; }
+  template <class Shape> static IGEMM_HD int t_size(const Shape& s) { return s.c * s.r * s.s; }
+
+  template <class Shape> static IGEMM_HD Row row(const Shape& s, int m) {
+    const int q = m % s.q, p = (m / s.q) % s.p, img = m / (s.q * s.p);
+    return {img * s.c * s.h * s.w, p * s.u - s.pad_h, q * s.v - s.pad_w, m < m_size(s)};
+  }
+  template <class Shape> static IGEMM_HD Col col(const Shape& s, int n) {
+    return {n * t_size(s), n < n_size(s)};
+  }
+  template <class Shape> static IGEMM_HD Tap tap(const Shape& s, int t) {
+    return {t, t / (s.r * s.s), (t / s.s) % s.r, t % s.s, t < t_size(s)};
+  }
+  template <class Shape> static IGEMM_HD int a_offset(const Shape& s, const Row& a, const Tap& k) {
+    const int y = a.y0 + k.i, x = a.x0 + k.j;
+    const bool inside = y >= 0 && y < s.h && x >= 0 && x < s.w;
+    return a.valid && k.valid && inside ? a.base + (k.c * s.h + y) * s.w + x : -1;
+  }
+  template <class Shape> static IGEMM_HD int b_offset(const Shape&, const Col& b, const Tap& k) {
+    return b.valid && k.valid ? b.base + k.t : -1;
+  }
+  // D[m][n] lives at d_row(m) + n * d_col_stride.
+  template <class Shape> static IGEMM_HD int d_row(const Shape& s, int m) {
+    const int pq = m % (s.p * s.q), img = m / (s.p * s.q);
+    return img * s.k * s.p * s.q + pq;
+  }
+  template <class Shape> static IGEMM_HD int d_col_stride(const Shape& s) { return s.p * s.q; }
+};
+
+// backward-data: m = (img, y, x), n = c, t = (k, i, j).  A = dy (gathered), B = filter, D = dx.
+// dy[img, k, p, q] reaches dx[img, c, y, x] through tap (i, j) when p*u = y + pad_h - i (exactly).
+struct BwdDataGemm {
+  static constexpr bool kAAlongM = true;  // consecutive m = consecutive x
+  struct Row { int base, yp, xp; bool valid; };  // dy offset of image img; y + pad_h, x + pad_w
+  struct Col { int base; bool valid; };          // filter offset of input map n within output map 0
+  struct Tap { int k, i, j; bool valid; };
+
+  template <class Shape> static IGEMM_HD int m_size(const Shape& s) { return s.n * s.h * s.w; }
+  template <class Shape> static IGEMM_HD int n_size(const Shape& s) { return s.c; }
+  template <class Shape> static IGEMM_HD int t_size(const Shape& s) { return s.k * s.r * s.s; }
+
+  template <class Shape> static IGEMM_HD Row row(const Shape& s, int m) {
+    const int x = m % s.w, y = (m / s.w) % s.h, img = m / (s.w * s.h);
+    return {img * s.k * s.p * s.q, y + s.pad_h, x + s.pad_w, m < m_size(s)};
+  }
+  template <class Shape> static IGEMM_HD Col col(const Shape& s, int n) {
+    return {n * s.r * s.s, n < n_size(s)};
+  }
+  template <class Shape> static IGEMM_HD Tap tap(const Shape& s, int t) {
+    return {t / (s.r * s.s), (t / s.s) % s.r, t % s.s, t < t_size(s)};
+  }
+  template <class Shape> static IGEMM_HD int a_offset(const Shape& s, const Row& a, const Tap& k) {
+    const int row = a.yp - k.i, col = a.xp - k.j;  // = p*u, q*v when this tap reads the pixel
+    if (!a.valid || !k.valid || row < 0 || col < 0 || row % s.u != 0 || col % s.v != 0) return -1;
+    const int p = row / s.u, q = col / s.v;
+    return p < s.p && q < s.q ? a.base + (k.k * s.p + p) * s.q + q : -1;
+  }
+  template <class Shape> static IGEMM_HD int b_offset(const Shape& s, const Col& b, const Tap& k) {
+    return b.valid && k.valid ? b.base + k.k * s.c * s.r * s.s + k.i * s.s + k.j : -1;
+  }
+  template <class Shape> static IGEMM_HD int d_row(const Shape& s, int m) {
+    const int yx = m % (s.h * s.w), img = m / (s.h * s.w);
+    return img * s.c * s.h * s.w + yx;
+  }
+  template <class Shape> static IGEMM_HD int d_col_stride(const Shape& s) { return s.h * s.w; }
+};
+
+// backward-filter: m = k, n = (c, i, j), t = (img, p, q).  A = dy, B = x (gathered), D = dw.
+struct BwdFilterGemm {
+  static constexpr bool kAAlongM = false;  // consecutive t = consecutive q: coalesced along t
+  struct Row { int base; bool valid; };          // dy offset of map m in image 0
+  struct Col { int base, i0, j0; bool valid; };  // x offset of map c in image 0; i - pad_h, j - pad_w
+  struct Tap { int img, p, q; bool valid; };
+
+  template <class Shape> static IGEMM_HD int m_size(const Shape& s) { return s.k; }
+  template <class Shape> static IGEMM_HD int n_size(const Shape& s) { return s.c * s.r * s.s; }
+  template <class Shape> static IGEMM_HD int t_size(const Shape& s) { return s.n * s.p * s.q; }
+
+  template <class Shape> static IGEMM_HD Row row(const Shape& s, int m) {
+    return {m * s.p * s.q, m < m_size(s)};
+  }
+  template <class Shape> static IGEMM_HD Col col(const Shape& s, int n) {
+    const int j = n % s.s, i = (n / s.s) % s.r, c = n / (s.s * s.r);
+    return {c * s.h * s.w, i - s.pad_h, j - s.pad_w, n < n_size(s)};
+  }
+  template <class Shape> static IGEMM_HD Tap tap(const Shape& s, int t) {
+    return {t / (s.p * s.q), (t / s.q) % s.p, t % s.q, t < t_size(s)};
+  }
+  template <class Shape> static IGEMM_HD int a_offset(const Shape& s, const Row& a, const Tap& k) {
+    return a.valid && k.valid ? a.base + (k.img * s.k * s.p + k.p) * s.q + k.q : -1;
+  }
+  template <class Shape> static IGEMM_HD int b_offset(const Shape& s, const Col& b, const Tap& k) {
+    const int y = k.p * s.u + b.i0, x = k.q * s.v + b.j0;
+    const bool inside = y >= 0 && y < s.h && x >= 0 && x < s.w;
+    return b.valid && k.valid && inside ? b.base + k.img * s.c * s.h * s.w + y * s.w + x : -1;
+  }
+  template <class Shape> static IGEMM_HD int d_row(const Shape& s, int m) { return m * n_size(s); }
+  template <class Shape> static IGEMM_HD int d_col_stride(const Shape&) { return 1; }
+};
+
+}  // namespace igemm

@@ -1,0 +1,111 @@
+#include "variants/layer_fwd/layer_variant.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "harness/error.h"
+#include "harness/family.h"
+
+namespace convtune {
+
+bool tf32_allowed(const Problem& p) { return p.dims.count("precision") && p.at("precision") == 1; }
+
+Status math_allowed(const Problem& p, const std::string& math) {
+  if (math == kMathFp32 || math == kMath3xTf32) return Status::yes();
+  if (math == kMathTf32)
+    return tf32_allowed(p) ? Status::yes() : Status::no("math tf32 needs precision = 1 (this problem is strict fp32)");
+  return Status::no("unknown math '" + math + "'; allowed: fp32, 3xtf32, tf32");
+}
+
+Tolerance layer_tolerance(int64_t sum_length, const std::string& math) {
+  if (math == kMathTf32) return {3e-3, 3e-2};  // each product rounded to 11 bits: ~5e-4 relative per term
+  // Random signs: the rounding of a sum of m fp32 products grows like sqrt(m).
+  const double rel = std::max(1e-5, 2e-7 * std::sqrt(double(sum_length)));
+  return {rel, 10 * rel};
+}
+
+int64_t forward_sum_length(const LayerShape& l) { return l.c * l.r * l.s; }
+int64_t bwd_data_sum_length(const LayerShape& l) { return l.k * l.r * l.s; }
+int64_t bwd_filter_sum_length(const LayerShape& l) { return l.n * l.p * l.q; }
+
+double operand_bytes(const Problem& p) {
+  double elements = 0;
+  for (const Operand& o : p.type().operands(p)) elements += double(o.elements);
+  return 4.0 * elements;
+}
+
+std::string layer_define(const char* name, int64_t value) {
+  return std::string("-D") + name + "=" + std::to_string(value);
+}
+
+std::vector<std::string> layer_defines(const LayerShape& l) {
+  return {layer_define("N", l.n),         layer_define("C", l.c),         layer_define("H", l.h),
+          layer_define("W", l.w),         layer_define("K", l.k),         layer_define("R", l.r),
+          layer_define("S", l.s),         layer_define("PAD_H", l.pad_h), layer_define("PAD_W", l.pad_w),
+          layer_define("U", l.u),         layer_define("V", l.v),         layer_define("P", l.p),
+          layer_define("Q", l.q)};
+}
+
+Status launch_fits(const LayerLaunch& launch, const DeviceInfo& dev) {
+  const int64_t threads = int64_t(launch.block.x) * launch.block.y * launch.block.z;
+  if (threads > dev.max_threads_per_block)
+    return Status::no(launch.kernel + ": block of " + std::to_string(threads) + " threads > device limit " +
+                      std::to_string(dev.max_threads_per_block));
+  if (launch.grid.y > 65535 || launch.grid.z > 65535)
+    return Status::no(launch.kernel + ": grid.y or grid.z > 65535 blocks");
+  if (launch.dynamic_smem > dev.max_smem_per_block_optin)
+    return Status::no(launch.kernel + ": shared memory " + std::to_string(launch.dynamic_smem) +
+                      " B > device limit " + std::to_string(dev.max_smem_per_block_optin) + " B");
+  return Status::yes();
+}
+
+JitLayerPlan::JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaunch> launches, size_t workspace_bytes)
+    : module_(std::move(module)), launches_(std::move(launches)), workspace_(workspace_bytes) {
+  for (const LayerLaunch& l : launches_) {
+    functions_.push_back(module_->function(l.kernel));
+    const int threads = int(l.block.x * l.block.y * l.block.z);
+    const KernelAttributes a = kernel_attributes(functions_.back(), threads, l.dynamic_smem);
+    if (functions_.size() == 1) attrs_ = a;
+  }
+}
+
+void JitLayerPlan::bind(const Operands& ops, cudaStream_t) { operands_ = ops.data; }
+
+void JitLayerPlan::run(cudaStream_t stream) {
+  std::vector<void*> args;
+  for (float*& p : operands_) args.push_back(&p);
+  void* workspace = workspace_.get();
+  args.push_back(&workspace);
+  for (size_t i = 0; i < launches_.size(); ++i)
+    launch(functions_[i], launches_[i].grid, launches_[i].block, unsigned(launches_[i].dynamic_smem), stream,
+           args.data());
+}
+
+std::string config_math(const Config& c) { return c.contains("math") ? c.at("math").get<std::string>() : kMathFp32; }
+
+Status JitLayerVariant::can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const {
+  if (p.family != family()) return Status::no("not a " + family() + " problem");
+  if (Status m = math_allowed(p, config_math(c)); !m) return m;
+  const LayerShape l(p);
+  if (Status k = constraints(l, c); !k) return k;
+  for (const LayerLaunch& launch : launches(l, c))
+    if (Status f = launch_fits(launch, dev); !f) return f;
+  return Status::yes();
+}
+
+std::vector<JitProgram> JitLayerVariant::programs(const Problem& p, const Config& c) const {
+  const LayerShape l(p);
+  JitProgram program{source(), layer_defines(l)};
+  for (std::string& d : defines(l, p, c)) program.options.push_back(std::move(d));
+  return {program};
+}
+
+std::unique_ptr<Plan> JitLayerVariant::prepare(const Problem& p, const Config& c, const DeviceInfo&,
+                                               JitCache& jit) const {
+  const LayerShape l(p);
+  auto plan = std::make_unique<JitLayerPlan>(jit.module(programs(p, c).front()), launches(l, c), workspace_bytes(l, c));
+  plan->set_details({{"math", config_math(c)}, {"deterministic", true}});
+  return plan;
+}
+
+}  // namespace convtune

@@ -1,0 +1,100 @@
+// What the variants of the four layer families share: the math a config may use under the problem's
+// precision, the tolerance of a long fp32 sum, the shape as compile-time defines for NVRTC kernels, the
+// minimum traffic of each pass, and a plan that launches NVRTC kernels over the operands. Here beside
+// layer_shape.h so that every layer folder includes it from one place.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/cuda_raii.h"
+#include "harness/variant.h"
+#include "variants/layer_fwd/layer_shape.h"
+
+namespace convtune {
+
+// ---- math -------------------------------------------------------------------------------------------
+// "fp32": FMA on fp32 values. "3xtf32": tensor cores on the split a = a_big + a_small (three TF32
+// products), allowed under strict fp32 because the reference check holds it to the strict tolerance.
+// "tf32": one TF32 product, only when the problem allows it (precision = 1).
+inline constexpr const char* kMathFp32 = "fp32";
+inline constexpr const char* kMath3xTf32 = "3xtf32";
+inline constexpr const char* kMathTf32 = "tf32";
+
+bool tf32_allowed(const Problem& p);  // precision == 1 (pooling has no precision: false)
+// A math name is allowed for this problem; the reason names the precision rule otherwise.
+Status math_allowed(const Problem& p, const std::string& math);
+
+// The tolerance of a method whose every output is a sum of `sum_length` products: fp32 and 3xtf32 get
+// the direct fp32 bound, growing like sqrt(sum_length); tf32 a bound of TF32's 2^-11 rounding.
+Tolerance layer_tolerance(int64_t sum_length, const std::string& math);
+// Terms in one output's sum for each pass: c*r*s (forward), k*r*s (backward-data), n*P*Q (backward-filter).
+int64_t forward_sum_length(const LayerShape& l);
+int64_t bwd_data_sum_length(const LayerShape& l);
+int64_t bwd_filter_sum_length(const LayerShape& l);
+
+// ---- cost -------------------------------------------------------------------------------------------
+// Each operand once: the inputs read, the output written (4-byte floats).
+double operand_bytes(const Problem& p);
+
+// ---- NVRTC ------------------------------------------------------------------------------------------
+// The shape as defines: N C H W K R S PAD_H PAD_W U V P Q, so that kernels index with constants.
+std::vector<std::string> layer_defines(const LayerShape& l);
+std::string layer_define(const char* name, int64_t value);
+inline int64_t layer_div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int cfg_value(const Config& c, const char* name) { return c.at(name).get<int>(); }
+inline std::vector<json> layer_values(std::initializer_list<int> v) { return std::vector<json>(v.begin(), v.end()); }
+
+struct LayerLaunch {
+  std::string kernel;  // the __global__ function's name in the program
+  dim3 grid, block;
+  int dynamic_smem = 0;
+};
+
+// A launch's block, grid and shared memory fit the device; the reason names the limit otherwise.
+Status launch_fits(const LayerLaunch& launch, const DeviceInfo& dev);
+
+// Launches one or more kernels of one NVRTC program in order; every kernel takes the operand pointers
+// (inputs, then the output) followed by the plan's workspace pointer (nullptr when none).
+class JitLayerPlan : public Plan {
+ public:
+  JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaunch> launches, size_t workspace_bytes = 0);
+  void bind(const Operands& ops, cudaStream_t stream) override;
+  void run(cudaStream_t stream) override;
+  KernelAttributes attributes() const override { return attrs_; }  // of the first (main) kernel
+  size_t workspace_bytes() const override { return workspace_.bytes(); }
+  json details() const override { return details_; }
+  void set_details(json d) { details_ = std::move(d); }
+
+ private:
+  std::shared_ptr<Module> module_;
+  std::vector<LayerLaunch> launches_;
+  std::vector<CUfunction> functions_;
+  KernelAttributes attrs_;
+  DeviceArray<char> workspace_;
+  std::vector<float*> operands_;
+  json details_ = json::object();
+};
+
+// A variant whose kernels are one NVRTC program with the shape as defines: it says its source, its
+// config's defines and launches; this class checks the launches against the device, compiles, and
+// makes the plan. The config's "math" (fp32 when it has none) is checked and recorded.
+class JitLayerVariant : public Variant {
+ public:
+  Status can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
+  std::vector<JitProgram> programs(const Problem& p, const Config& c) const override;
+  std::unique_ptr<Plan> prepare(const Problem& p, const Config& c, const DeviceInfo& dev,
+                                JitCache& jit) const override;
+
+ protected:
+  virtual std::string source() const = 0;
+  virtual std::vector<std::string> defines(const LayerShape& l, const Problem& p, const Config& c) const = 0;
+  virtual std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const = 0;
+  virtual size_t workspace_bytes(const LayerShape&, const Config&) const { return 0; }
+  // Rules of this kernel beyond the device limits (register budgets, divisibility); yes by default.
+  virtual Status constraints(const LayerShape&, const Config&) const { return Status::yes(); }
+};
+
+std::string config_math(const Config& c);  // the config's "math", or fp32
+
+}  // namespace convtune
