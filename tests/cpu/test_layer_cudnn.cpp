@@ -89,7 +89,8 @@ TEST(LayerCudnnMath, Tf32RefusedUnderStrictFp32) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   for (const char* name : kConvCudnnVariants) {
     const Variant& v = variant(name);
-    const Config tf32 = {{"algo", name == std::string("layer_fwd.cudnn") ? "implicit_gemm" : "algo_1"}, {"math", "tf32"}};
+    const char* algo = name == std::string("layer_fwd.cudnn") ? "implicit_gemm" : "algo_1";
+    const Config tf32 = {{"algo", algo}, {"math", "tf32"}};
     const Status strict = v.can_implement(conv_shape(v.family(), 0), tf32, dev);
     EXPECT_FALSE(strict.ok) << name;
     EXPECT_TRUE(contains(strict.reason, "precision")) << name << ": " << strict.reason;

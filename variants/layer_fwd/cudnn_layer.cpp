@@ -99,6 +99,13 @@ std::string natural_math(const Problem& p) { return tf32_allowed(p) ? kMathTf32 
 
 // ---- cuDNN's own pick -------------------------------------------------------------------------------
 
+// A find tries each algorithm with the descriptor's math and with CUDNN_DEFAULT_MATH (which lets fp32 data run
+// on TF32 tensor cores), one entry per pair: room for both.
+constexpr int kFindMathsPerAlgo = 2;
+constexpr int kFwdFindCount = kFindMathsPerAlgo * CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+constexpr int kBwdDataFindCount = kFindMathsPerAlgo * CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+constexpr int kBwdFilterFindCount = kFindMathsPerAlgo * CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+
 // One entry of a find's answer, the same for the three passes' perf structs.
 struct FindResult {
   int algo;
@@ -164,7 +171,8 @@ class CudnnConvPlan : public Plan {
     if (s != CUDNN_STATUS_SUCCESS) throw_cudnn_refusal(s, std::string(pass_name(pass_)) + " algo " + algo_.name);
     const float one = 1.0f, zero = 0.0f;
     if (has_bias_) CT_CUDNN(cudnnAddTensor(h, &one, bias_desc_.get(), bias_, &one, y_desc_.get(), y_));
-    if (has_relu_) CT_CUDNN(cudnnActivationForward(h, relu_desc_.get(), &one, y_desc_.get(), y_, &zero, y_desc_.get(), y_));
+    if (has_relu_)
+      CT_CUDNN(cudnnActivationForward(h, relu_desc_.get(), &one, y_desc_.get(), y_, &zero, y_desc_.get(), y_));
   }
 
   size_t workspace_bytes() const override { return workspace_.bytes(); }
@@ -307,27 +315,29 @@ class CudnnConvPlan : public Plan {
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   std::vector<FindResult> find_results(DeviceArray<char>& workspace) {
     const cudnnHandle_t h = handle_.get();
+    void* ws = workspace.get();
+    const size_t ws_bytes = workspace.bytes();
     int returned = 0;
     switch (pass_) {
       case CudnnPass::forward: {
-        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        cudnnConvolutionFwdAlgoPerf_t perf[kFwdFindCount];
         CT_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(h, x_desc_.get(), x_, w_desc_.get(), w_, conv_.get(),
-                                                        y_desc_.get(), y_, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned,
-                                                        perf, workspace.get(), workspace.bytes()));
+                                                        y_desc_.get(), y_, kFwdFindCount, &returned, perf, ws,
+                                                        ws_bytes));
         return to_results(perf, returned);
       }
       case CudnnPass::backward_data: {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        cudnnConvolutionBwdDataAlgoPerf_t perf[kBwdDataFindCount];
         CT_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(h, w_desc_.get(), w_, y_desc_.get(), y_, conv_.get(),
-                                                             x_desc_.get(), x_, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                             &returned, perf, workspace.get(), workspace.bytes()));
+                                                             x_desc_.get(), x_, kBwdDataFindCount, &returned, perf, ws,
+                                                             ws_bytes));
         return to_results(perf, returned);
       }
       case CudnnPass::backward_filter: {
-        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        CT_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-            h, x_desc_.get(), x_, y_desc_.get(), y_, conv_.get(), w_desc_.get(), w_,
-            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf, workspace.get(), workspace.bytes()));
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[kBwdFilterFindCount];
+        CT_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, x_desc_.get(), x_, y_desc_.get(), y_, conv_.get(),
+                                                               w_desc_.get(), w_, kBwdFilterFindCount, &returned, perf,
+                                                               ws, ws_bytes));
         return to_results(perf, returned);
       }
     }
@@ -399,7 +409,7 @@ ParamSpace CudnnLayerVariant::space(const Problem&, const DeviceInfo&) const {
   std::vector<json> names;
   for (const CudnnAlgo& a : cudnn_layer_algos(pass())) names.push_back(a.name);
   return ParamSpace()
-      .add("algo", std::string("the cuDNN ") + pass_name(pass()) + " algorithm (cuDNN refuses some per shape at prepare time)",
+      .add("algo", std::string("cuDNN's ") + pass_name(pass()) + " algorithm (it refuses some per shape at prepare time)",
            names)
       .add("math", "fp32: CUDNN_FMA_MATH, never TF32; tf32: tensor-op math, TF32 allowed (needs precision = 1)",
            {kMathFp32, kMathTf32});

@@ -52,7 +52,8 @@ using CudnnConvDesc =
     CudnnOwned<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
 using CudnnActivationDesc =
     CudnnOwned<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor, cudnnDestroyActivationDescriptor>;
-using CudnnPoolingDesc = CudnnOwned<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
+using CudnnPoolingDesc =
+    CudnnOwned<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
 
 // A 4D fp32 NCHW tensor descriptor.
 void set_nchw(cudnnTensorDescriptor_t desc, int64_t n, int64_t c, int64_t h, int64_t w);

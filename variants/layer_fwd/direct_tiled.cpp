@@ -17,8 +17,8 @@ ParamSpace DirectTiledVariant::space(const Problem&, const DeviceInfo&) const {
   return ParamSpace()
       .add("tile_w", "output tile width", layer_values({16, 32, 64}))
       .add("tile_h", "output tile height", layer_values({2, 4, 8}))
-      .add("maps", "output maps per block", layer_values({8, 16, 32, 64}))
-      .add("maps_per_thread", "output maps per thread", layer_values({4, 8}))
+      .add("maps", "output maps per block", layer_values({1, 2, 4, 8, 16, 32, 64}))
+      .add("maps_per_thread", "output maps per thread", layer_values({1, 2, 4, 8}))
       .add("pix_per_thread", "consecutive output pixels per thread (a row)", layer_values({2, 4, 8}))
       .add("in_chunk", "input maps staged in shared memory at a time", layer_values({1, 4, 8}));
 }
@@ -27,11 +27,14 @@ Status DirectTiledVariant::constraints(const LayerShape& l, const Config& c) con
   const Correlation k = correlation(l);
   if (l.r > 16 || l.s > 16) return Status::no("filter larger than 16x16: the kernel unrolls every tap");
   if (cfg_value(c, "maps") % cfg_value(c, "maps_per_thread") != 0) return Status::no("maps_per_thread must divide maps");
+  if (cfg_value(c, "maps") / 2 >= k.out_maps)
+    return Status::no("maps per block at least twice the " + std::to_string(k.out_maps) + " output maps (half idle)");
   if (cfg_value(c, "tile_w") % cfg_value(c, "pix_per_thread") != 0) return Status::no("pix_per_thread must divide tile_w");
   if (cfg_value(c, "in_chunk") > k.in_maps && cfg_value(c, "in_chunk") > 1)
     return Status::no("in_chunk larger than the " + std::to_string(k.in_maps) + " input maps");
-  if (cfg_value(c, "maps") > 2 * k.out_maps && cfg_value(c, "maps") > 8)
-    return Status::no("maps per block more than twice the " + std::to_string(k.out_maps) + " output maps");
+  const int64_t threads = cfg_value(c, "tile_w") / cfg_value(c, "pix_per_thread") * cfg_value(c, "tile_h") *
+                          (cfg_value(c, "maps") / cfg_value(c, "maps_per_thread"));
+  if (threads < 32) return Status::no(std::to_string(threads) + " threads per block: less than a warp");
   const int64_t window = (cfg_value(c, "pix_per_thread") - 1) * k.stride_w + l.s;
   if (cfg_value(c, "maps_per_thread") * cfg_value(c, "pix_per_thread") + window > 96)
     return Status::no("more than 96 accumulators and window registers per thread");
