@@ -107,7 +107,7 @@ TEST(LayerDirect, RefusalsSayWhy) {
 
   const Variant& filter = Registry::instance().get("layer_bwd_filter.direct");
   Problem tiny = find_family("layer_bwd_filter").test_problems().front();  // n = h = w = 1: one segment
-  const Config split = {{"maps_per_thread", 4}, {"warps", 2}, {"splits", 32}};
+  const Config split = {{"maps_per_thread", 4}, {"c_per_block", 1}, {"splits", 32}};
   EXPECT_TRUE(contains(filter.can_implement(tiny, split, dev).reason, "segments"));
 }
 

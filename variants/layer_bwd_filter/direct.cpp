@@ -17,14 +17,15 @@ class LayerBwdFilterDirect : public JitLayerVariant {
   std::string name() const override { return "layer_bwd_filter.direct"; }
   std::string family() const override { return kLayerBwdFilter; }
   std::string summary() const override {
-    return "direct: a warp owns maps_per_thread maps x s taps of one (c, i); lanes take 32 columns of a dy row "
-           "(coalesced); (image, row) segments split over `splits` blocks, partial sums added in a fixed order";
+    return "direct: a warp owns maps_per_thread maps x s taps of one (c, i), a block the r warps of c_per_block "
+           "maps (dy and x rows shared in L1); lanes take 32 columns of a dy row (coalesced); contiguous (image, row) "
+           "ranges split over `splits` blocks, partial sums added in a fixed order";
   }
   int complexity() const override { return 2; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
         .add("maps_per_thread", "output maps per warp (accumulators: maps_per_thread x s)", layer_values({4, 8, 16}))
-        .add("warps", "warps per block", layer_values({2, 4, 8}))
+        .add("c_per_block", "input maps per block (r warps each)", layer_values({1, 2, 4, 8, 16}))
         .add("splits", "blocks the (image, row) segments are split over", layer_values({32, 64, 128, 256, 512, 1024}));
   }
   Tolerance tolerance(const Problem& p, const Config&) const override {
@@ -47,20 +48,23 @@ class LayerBwdFilterDirect : public JitLayerVariant {
     if (cfg_value(c, "maps_per_thread") * l.s > 128) return Status::no("maps_per_thread x s > 128 accumulators per thread");
     if (cfg_value(c, "splits") > segments(l))
       return Status::no("splits > the " + std::to_string(segments(l)) + " (image, row, 32 columns) segments");
+    if (l.r * cfg_value(c, "c_per_block") > 32) return Status::no("r x c_per_block > 32 warps per block");
+    if (cfg_value(c, "c_per_block") > 1 && cfg_value(c, "c_per_block") >= 2 * l.c)
+      return Status::no("c_per_block at least twice c (half the warps idle)");
     if (cfg_value(c, "maps_per_thread") > 2 * l.k && cfg_value(c, "maps_per_thread") > 4)
       return Status::no("maps_per_thread more than twice k");
     return Status::yes();
   }
   std::vector<std::string> defines(const LayerShape&, const Problem&, const Config& c) const override {
-    return {layer_define("MAPS_PER_THREAD", cfg_value(c, "maps_per_thread")), layer_define("WARPS", cfg_value(c, "warps")),
+    return {layer_define("MAPS_PER_THREAD", cfg_value(c, "maps_per_thread")),
+            layer_define("C_PER_BLOCK", cfg_value(c, "c_per_block")),
             layer_define("SPLITS", cfg_value(c, "splits"))};
   }
   std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const override {
-    const int64_t items = layer_div_up(l.k, cfg_value(c, "maps_per_thread")) * l.c * l.r;
+    const int64_t groups = layer_div_up(l.k, cfg_value(c, "maps_per_thread")) * layer_div_up(l.c, cfg_value(c, "c_per_block"));
     const int64_t sum_blocks = std::min<int64_t>(layer_div_up(l.filter_elements(), kSumThreads), 4096);
-    return {{"layer_bwd_filter_direct_kernel",
-             dim3(unsigned(cfg_value(c, "splits")), unsigned(layer_div_up(items, cfg_value(c, "warps")))),
-             dim3(32, unsigned(cfg_value(c, "warps")))},
+    return {{"layer_bwd_filter_direct_kernel", dim3(unsigned(cfg_value(c, "splits")), unsigned(groups)),
+             dim3(32, unsigned(l.r * cfg_value(c, "c_per_block")))},
             {"layer_bwd_filter_sum_splits_kernel", dim3(unsigned(sum_blocks)), dim3(kSumThreads)}};
   }
   size_t workspace_bytes(const LayerShape& l, const Config& c) const override {

@@ -106,6 +106,13 @@ Status ImplicitGemmVariant::can_implement(const Problem& prob, const Config& c, 
   if (split > k_tiles(pass_, l, *tile))
     return Status::no("splits " + std::to_string(split) + " > the " + std::to_string(k_tiles(pass_, l, *tile)) +
                       " k-tiles of the n*P*Q sum (tile BK " + std::to_string(tile->bk) + ")");
+  // A split that leaves the grid under a quarter of the SMs cannot win while a 4x larger one is allowed
+  // (prunes the sweep: splits 1 and 4 of the 9-tile ResNet dw would idle most of the GPU).
+  const int64_t tiles = layer_div_up(e.m, tile->bm) * layer_div_up(e.n, tile->bn);
+  if (pass_ == GemmPass::bwd_filter && dev.sms > 0 && 4 * tiles * split < dev.sms &&
+      4 * int64_t(split) <= k_tiles(pass_, l, *tile))
+    return Status::no("splits " + std::to_string(split) + " x " + std::to_string(tiles) + " tiles fill under a quarter of the " +
+                      std::to_string(dev.sms) + " SMs, and splits " + std::to_string(4 * split) + " is allowed");
   if (double(e.m) + tile->bm > kInt32Limit || double(e.n) + tile->bn > kInt32Limit ||
       double(split) * double(e.m) * double(e.n) > kInt32Limit)
     return Status::no("GEMM too large for the kernel's 32-bit indices");

@@ -6,6 +6,8 @@
 //   MATH 1: 3xTF32 on tensor cores (mma.sync m16n8k8): a = big + small, a*b ~ small_a*big_b +
 //           big_a*small_b + big_a*big_b, small products first; fp32-level accuracy.
 //   MATH 2: TF32 on tensor cores: one product of the rounded values.
+//   MATH 1, 2: each k-step's mma's start from a zero accumulator that is then FADDed into the fp32 sum
+//           (the tensor core truncates in its accumulation: long sums in mma registers drift).
 // Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data,
 // 2 backward-filter), MATH, BM BN BK STAGES, TM TN (MATH 0) or WARPS_M WARPS_N (MATH 1, 2), BIAS and
 // RELU (forward), SPLITS (backward-filter: t split over gridDim.z, partials summed by split_reduce_kernel).
@@ -266,15 +268,29 @@ __device__ __forceinline__ void compute_tile(Accumulators& acc, const float* til
       split_tf32(a_lo[i * 16 + 8], a_big[1], a_small[1]);
       split_tf32(a_hi[i * 16], a_big[2], a_small[2]);
       split_tf32(a_hi[i * 16 + 8], a_big[3], a_small[3]);
+      // The tensor core's fp32 accumulation is not IEEE: it aligns the addends to the largest exponent
+      // and truncates, so a long sum kept in an mma accumulator drifts (3xTF32 failed the strict bound
+      // by 1.6x at t = 2304 and by 100x at t = 8.4M). Each k-step's products therefore go into a fresh
+      // zero accumulator `part` (magnitude of 8 terms, where truncation costs ~2^-22 of 8 terms) that
+      // is then added to acc with a rounded FADD: the long sum is ordinary round-to-nearest fp32.
+      float part[kMmaN][4];
+#pragma unroll
+      for (int j = 0; j < kMmaN; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) part[j][e] = 0.f;
 #if MATH == 1
       // The small cross terms first, then the big product.
 #pragma unroll
-      for (int j = 0; j < kMmaN; ++j) mma_tf32(acc.v[i][j], a_small, b_big[j]);
+      for (int j = 0; j < kMmaN; ++j) mma_tf32(part[j], a_small, b_big[j]);
 #pragma unroll
-      for (int j = 0; j < kMmaN; ++j) mma_tf32(acc.v[i][j], a_big, b_small[j]);
+      for (int j = 0; j < kMmaN; ++j) mma_tf32(part[j], a_big, b_small[j]);
 #endif
 #pragma unroll
-      for (int j = 0; j < kMmaN; ++j) mma_tf32(acc.v[i][j], a_big, b_big[j]);
+      for (int j = 0; j < kMmaN; ++j) mma_tf32(part[j], a_big, b_big[j]);
+#pragma unroll
+      for (int j = 0; j < kMmaN; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc.v[i][j][e] += part[j][e];
     }
   }
 }
