@@ -259,6 +259,6 @@ TEST(LayerImplicitGemm, SpacesAreSmall) {
     size_t valid = 0;
     for (const Config& c : v.space(p, dev).enumerate()) valid += v.can_implement(p, c, dev).ok;
     EXPECT_GT(valid, 0u) << family;
-    EXPECT_LE(valid, 32u) << family;
+    EXPECT_LE(valid, 40u) << family;  // the sweep measures every point
   }
 }

@@ -16,7 +16,7 @@ int64_t tile_in(int64_t tile, int64_t stride, int64_t taps) { return (tile - 1) 
 ParamSpace DirectTiledVariant::space(const Problem&, const DeviceInfo&) const {
   return ParamSpace()
       .add("tile_w", "output tile width", layer_values({16, 32, 64}))
-      .add("tile_h", "output tile height", layer_values({2, 4, 8}))
+      .add("tile_h", "output tile height", layer_values({2, 4, 8, 16}))
       .add("maps", "output maps per block", layer_values({1, 2, 4, 8, 16, 32, 64}))
       .add("maps_per_thread", "output maps per thread", layer_values({1, 2, 4, 8}))
       .add("pix_per_thread", "consecutive output pixels per thread (a row)", layer_values({2, 4, 8}))

@@ -83,7 +83,7 @@ ParamSpace ImplicitGemmVariant::space(const Problem&, const DeviceInfo&) const {
       .add("stages", "shared-memory pipeline depth (cp.async ring)", layer_values({2, 3}));
   if (pass_ == GemmPass::bwd_filter)
     s.add("splits", "CTAs sharing the n*P*Q sum of each tile, summed in order by a second kernel",
-          layer_values({1, 4, 16, 64, 256}));
+          layer_values({1, 4, 16, 64, 256, 1024}));
   return s;
 }
 
