@@ -156,16 +156,31 @@ def _layer_value(d):
 
 
 # pad is left out: it usually follows r ('same' padding), and would split every group by filter size
-_LAYER_REST = ("n", "k", "h", "w", "stride")
+_LAYER_REST = ("n", "k", "h", "w", "u", "v")
 
 
 def _layer_group(d):
     key = tuple(d.get(k) or 0 for k in _LAYER_REST)
     h, w = d.get("h"), d.get("w")
     label = f"n={fmt_dim(d.get('n'))} k={fmt_dim(d.get('k'))} {fmt_dim(h)}×{fmt_dim(w)}"
-    if d.get("stride") not in (None, 1):
-        label += f" stride={fmt_dim(d.get('stride'))}"
+    if (d.get("u"), d.get("v")) not in ((None, None), (1, 1)):
+        label += f" stride {fmt_dim(d.get('u'))}×{fmt_dim(d.get('v'))}"
     return key, label
+
+
+def _layer_problem(d):
+    """'N32 C64 56² K64 R3', then what differs from a plain stride-1 fp32 layer."""
+    h, w, r, s = d.get("h"), d.get("w"), d.get("r"), d.get("s")
+    size = f"{fmt_dim(h)}²" if h == w else f"{fmt_dim(h)}×{fmt_dim(w)}"
+    taps = f"{fmt_dim(r)}" if r == s else f"{fmt_dim(r)}×{fmt_dim(s)}"
+    label = f"N{fmt_dim(d.get('n'))} C{fmt_dim(d.get('c'))} {size}"
+    label += f" K{fmt_dim(d.get('k'))} R{taps}" if "k" in d else f" win {taps}"
+    if (d.get("u", 1), d.get("v", 1)) != (1, 1):
+        label += f" s{fmt_dim(d.get('u'))}"
+    if "op" in d:
+        label += " " + {0: "max", 1: "avg", 2: "avg-excl"}.get(d.get("op"), f"op{d.get('op')}")
+    label += "".join(f" +{k}" for k in ("bias", "relu") if d.get(k))
+    return label + (" tf32" if d.get("precision") else "")
 
 
 SHAPES = {
@@ -182,7 +197,8 @@ SHAPES = {
                           spatial=("spatial",), spectral=("spectral",)),
 }
 for _fam in ("layer_fwd", "layer_bwd_data", "layer_bwd_filter"):
-    SHAPES[_fam] = Shape("crs", "reduction length c·r·s", _layer_value, _layer_group, "layer shape")
+    SHAPES[_fam] = Shape("crs", "reduction length c·r·s", _layer_value, _layer_group, "layer shape",
+                         problem=_layer_problem)
 
 
 def _generic_shape(family: str, run: Run) -> Optional[Shape]:
