@@ -197,7 +197,8 @@ int cmd_best(const std::string& folder, bool as_json) {
               << fixed(100 * b.value("roofline_fraction", 0.0), 1) << std::setw(7)
               << fixed(100 * b.value("roofline_fraction_own", b.value("roofline_fraction", 0.0)), 1) << "  "
               << (libs.empty() ? "-" : libs) << "  "
-              << (c.runner_up.is_null() ? "-" : c.runner_up["variant"].get<std::string>() + " (+" + fixed(100 * c.margin, 1) + "%)")
+              << (c.runner_up.is_null() ? "-" : c.runner_up["variant"].get<std::string>() + " (" + (c.margin >= 0 ? "+" : "") +
+                                                 fixed(100 * c.margin, 1) + "%)")
               << (c.ties.empty() ? "" : "  [" + std::to_string(c.ties.size()) + " within noise]") << "\n";
   }
   return 0;

@@ -64,6 +64,105 @@ std::vector<double> conv1d_valid(const std::vector<float>& x, const std::vector<
   return y;
 }
 
+// A layer_fwd problem (variants/layer_fwd/layer_fwd.h): n c h w k r s, pad 1, stride 1, bias, ReLU.
+struct Layer {
+  int64_t n = 2, c = 3, h = 19, w = 23, k = 5, r = 3, s = 3, pad = 1;
+  int64_t p() const { return h + 2 * pad - r + 1; }
+  int64_t q() const { return w + 2 * pad - s + 1; }
+  std::map<std::string, int64_t> dims(int64_t precision) const {
+    return {{"n", n}, {"c", c}, {"h", h}, {"w", w}, {"k", k}, {"r", r}, {"s", s}, {"pad_h", pad},
+            {"pad_w", pad}, {"u", 1}, {"v", 1}, {"bias", 1}, {"relu", 1}, {"precision", precision}};
+  }
+};
+
+// y = relu(x correlated with the filter + bias), in double.
+std::vector<double> layer_forward(const Layer& l, const std::vector<float>& x, const std::vector<float>& f,
+                                  const std::vector<float>& bias) {
+  std::vector<double> y;
+  for (int64_t ni = 0; ni < l.n; ++ni)
+    for (int64_t ki = 0; ki < l.k; ++ki)
+      for (int64_t pi = 0; pi < l.p(); ++pi)
+        for (int64_t qi = 0; qi < l.q(); ++qi) {
+          double acc = bias[size_t(ki)];
+          for (int64_t ci = 0; ci < l.c; ++ci)
+            for (int64_t i = 0; i < l.r; ++i)
+              for (int64_t j = 0; j < l.s; ++j) {
+                const int64_t yi = pi - l.pad + i, xi = qi - l.pad + j;
+                if (yi < 0 || yi >= l.h || xi < 0 || xi >= l.w) continue;
+                acc += double(x[size_t(((ni * l.c + ci) * l.h + yi) * l.w + xi)]) *
+                       double(f[size_t(((ki * l.c + ci) * l.r + i) * l.s + j)]);
+              }
+          y.push_back(acc < 0 ? 0.0 : acc);
+        }
+  return y;
+}
+
+// The largest |y - ref| of `conv` run on host inputs, relative to max |ref|; NaN when it wrote nothing.
+double layer_error(convtune_runtime::Convolution& conv, const std::vector<std::vector<float>>& inputs,
+                   const std::vector<double>& ref, cudaStream_t s) {
+  std::vector<float*> d_in;
+  for (const auto& in : inputs) {
+    float* d = nullptr;
+    cudaMalloc(&d, in.size() * sizeof(float));
+    cudaMemcpy(d, in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice);
+    d_in.push_back(d);
+  }
+  float* d_y = nullptr;
+  cudaMalloc(&d_y, ref.size() * sizeof(float));
+  cudaMemset(d_y, 0xff, ref.size() * sizeof(float));  // NaN
+  conv.bind(std::vector<const float*>(d_in.begin(), d_in.end()), d_y, s);
+  conv.run(s);
+  std::vector<float> y(ref.size());
+  cudaStreamSynchronize(s);
+  cudaMemcpy(y.data(), d_y, y.size() * sizeof(float), cudaMemcpyDeviceToHost);
+  for (float* d : d_in) cudaFree(d);
+  cudaFree(d_y);
+  double err = 0, top = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double e = std::fabs(double(y[i]) - ref[i]);
+    if (!(e <= err)) err = e;  // NaN sticks
+    top = std::fmax(top, std::fabs(ref[i]));
+  }
+  return err / top;
+}
+
+// A table measured where TF32 was allowed: its entry (precision 1) and its default (TF32 math) must never
+// serve a strict problem. The strict problem falls through to the simplest variant; the TF32 one runs its
+// entry. Both through the generic runtime, against the CPU float64 layer.
+void check_layer_runtime(std::mt19937& rng, cudaStream_t s) {
+  const Layer l;
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<std::vector<float>> inputs = {std::vector<float>(size_t(l.n * l.c * l.h * l.w)),
+                                            std::vector<float>(size_t(l.k * l.c * l.r * l.s)),
+                                            std::vector<float>(size_t(l.k))};
+  for (auto& in : inputs)
+    for (auto& v : in) v = dist(rng);
+  const std::vector<double> ref = layer_forward(l, inputs[0], inputs[1], inputs[2]);
+  const auto table = std::filesystem::temp_directory_path() / "export_app_layer_table.json";
+  const std::string tf32 = R"({"variant": "layer_fwd.implicit_gemm", "config": {"math": "tf32", "tile": "64x64x16", "stages": 2}})";
+  std::string problem = R"({"family": "layer_fwd")";
+  for (const auto& [name, value] : l.dims(1)) problem += ", \"" + name + "\": " + std::to_string(value);
+  std::ofstream(table) << R"({"schema": 1, "entries": [{"family": "layer_fwd", "problem": )" << problem
+                       << "}, " << tf32.substr(1) << R"(], "fallback": {"defaults": {"layer_fwd": )" << tf32 << "}}}";
+
+  convtune_runtime::Convolution strict(table.string(), "layer_fwd", l.dims(0));
+  std::printf("runtime layer_fwd strict: %s (%s)\n", strict.candidate().c_str(), strict.rule().c_str());
+  check(strict.rule() == "simplest" && strict.candidate().rfind("layer_fwd.direct_tiled[", 0) == 0,
+        "a strict-fp32 layer takes neither the TF32 entry nor the TF32 default");
+  const double strict_error = layer_error(strict, inputs, ref, s);
+  std::printf("  max error %.3g of max |ref|\n", strict_error);
+  check(strict_error <= 1e-5, strict.candidate() + ": matches the CPU float64 layer (fp32)");
+
+  convtune_runtime::Convolution allowed(table.string(), "layer_fwd", l.dims(1));
+  std::printf("runtime layer_fwd tf32: %s (%s)\n", allowed.candidate().c_str(), allowed.rule().c_str());
+  check(allowed.rule() == "exact" && allowed.candidate().find("math=tf32") != std::string::npos,
+        "a TF32-allowed layer takes its exact entry");
+  const double tf32_error = layer_error(allowed, inputs, ref, s);
+  std::printf("  max error %.3g of max |ref|\n", tf32_error);
+  check(tf32_error <= 3e-2, allowed.candidate() + ": matches the CPU float64 layer (TF32 tolerance)");
+  std::filesystem::remove(table);
+}
+
 #define CUDA_OK(call)                                                                     \
   do {                                                                                    \
     cudaError_t e_ = (call);                                                              \
@@ -288,6 +387,8 @@ int main(int argc, char** argv) {
     cudaFree(d_y);
     cudaFree(d_y2);
   }
+
+  check_layer_runtime(rng, s);
 
   cudaStreamDestroy(s);
   cudaFree(d_in);
