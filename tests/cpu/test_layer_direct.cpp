@@ -3,6 +3,7 @@
 // its space, refusals name their reason, and the cost model's numbers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "harness/family.h"
@@ -104,6 +105,17 @@ TEST(LayerDirect, RefusalsSayWhy) {
   p.dims["r"] = p.dims["s"] = 17;
   p.dims["pad_h"] = p.dims["pad_w"] = 0;
   EXPECT_TRUE(contains(fwd.can_implement(p, c, dev).reason, "16x16"));
+
+  // Three output maps (dE/dX of an RGB layer): a block of exactly 3, not 4 with one idle.
+  const Variant& data = Registry::instance().get("layer_bwd_data.direct");
+  const Problem rgb = layer_problem("layer_bwd_data", find_family("layer_bwd_data").dims(), {2, 3, 20, 20, 8, 3, 3, 1, 1, 1, 1, 0});
+  const Param* maps = data.space(rgb, dev).find("maps");
+  ASSERT_NE(maps, nullptr);
+  EXPECT_NE(std::find(maps->values.begin(), maps->values.end(), json(3)), maps->values.end());
+  const Config three = {{"tile_w", 32}, {"tile_h", 8}, {"maps", 3}, {"maps_per_thread", 3}, {"pix_per_thread", 4}, {"in_chunk", 4}};
+  EXPECT_TRUE(data.can_implement(rgb, three, dev)) << data.can_implement(rgb, three, dev).reason;
+  EXPECT_TRUE(contains(data.can_implement(find_family("layer_bwd_data").example(), three, dev).reason,
+                       "neither a power of two nor the 64 output maps"));
 
   const Variant& filter = Registry::instance().get("layer_bwd_filter.direct");
   Problem tiny = find_family("layer_bwd_filter").test_problems().front();  // n = h = w = 1: one segment

@@ -11,14 +11,24 @@ namespace {
 
 int64_t tile_in(int64_t tile, int64_t stride, int64_t taps) { return (tile - 1) * stride + taps; }
 
+// Powers of two, plus the layer's own output-map count when it is a small odd one (3 RGB maps): a block
+// of 4 maps for 3 would spend a quarter of its work on a map that does not exist.
+std::vector<json> map_counts(int64_t out_maps, int largest) {
+  std::vector<json> v;
+  for (int m = 1; m <= largest; m *= 2) v.push_back(m);
+  if (out_maps < largest && (out_maps & (out_maps - 1)) != 0) v.push_back(out_maps);
+  return v;
+}
+
 }  // namespace
 
-ParamSpace DirectTiledVariant::space(const Problem&, const DeviceInfo&) const {
+ParamSpace DirectTiledVariant::space(const Problem& p, const DeviceInfo&) const {
+  const int64_t out_maps = correlation(LayerShape(p)).out_maps;
   return ParamSpace()
       .add("tile_w", "output tile width", layer_values({16, 32, 64}))
       .add("tile_h", "output tile height", layer_values({2, 4, 8, 16}))
-      .add("maps", "output maps per block", layer_values({1, 2, 4, 8, 16, 32, 64}))
-      .add("maps_per_thread", "output maps per thread", layer_values({1, 2, 4, 8}))
+      .add("maps", "output maps per block", map_counts(out_maps, 64))
+      .add("maps_per_thread", "output maps per thread", map_counts(out_maps, 8))
       .add("pix_per_thread", "consecutive output pixels per thread (a row)", layer_values({2, 4, 8}))
       .add("in_chunk", "input maps staged in shared memory at a time", layer_values({1, 4, 8}));
 }
@@ -27,6 +37,10 @@ Status DirectTiledVariant::constraints(const LayerShape& l, const Config& c) con
   const Correlation k = correlation(l);
   if (l.r > 16 || l.s > 16) return Status::no("filter larger than 16x16: the kernel unrolls every tap");
   if (cfg_value(c, "maps") % cfg_value(c, "maps_per_thread") != 0) return Status::no("maps_per_thread must divide maps");
+  const int maps = cfg_value(c, "maps");
+  if ((maps & (maps - 1)) != 0 && maps != k.out_maps)
+    return Status::no("maps = " + std::to_string(maps) + " is neither a power of two nor the " +
+                      std::to_string(k.out_maps) + " output maps");
   if (cfg_value(c, "maps") / 2 >= k.out_maps)
     return Status::no("maps per block at least twice the " + std::to_string(k.out_maps) + " output maps (half idle)");
   if (cfg_value(c, "tile_w") % cfg_value(c, "pix_per_thread") != 0) return Status::no("pix_per_thread must divide tile_w");
