@@ -44,7 +44,7 @@ class LayerBwdFilterDirect : public JitLayerVariant {
 
  protected:
   std::string source() const override { return "layer_bwd_filter_direct.cuh"; }
-  Status constraints(const LayerShape& l, const Config& c) const override {
+  Status constraints(const LayerShape& l, const Config& c, const DeviceInfo&) const override {
     if (cfg_value(c, "maps_per_thread") * l.s > 128) return Status::no("maps_per_thread x s > 128 accumulators per thread");
     if (cfg_value(c, "splits") > segments(l))
       return Status::no("splits > the " + std::to_string(segments(l)) + " (image, row, 32 columns) segments");

@@ -33,7 +33,7 @@ ParamSpace DirectTiledVariant::space(const Problem& p, const DeviceInfo&) const 
       .add("in_chunk", "input maps staged in shared memory at a time", layer_values({1, 4, 8}));
 }
 
-Status DirectTiledVariant::constraints(const LayerShape& l, const Config& c) const {
+Status DirectTiledVariant::constraints(const LayerShape& l, const Config& c, const DeviceInfo&) const {
   const Correlation k = correlation(l);
   if (l.r > 16 || l.s > 16) return Status::no("filter larger than 16x16: the kernel unrolls every tap");
   if (cfg_value(c, "maps") % cfg_value(c, "maps_per_thread") != 0) return Status::no("maps_per_thread must divide maps");

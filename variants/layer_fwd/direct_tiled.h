@@ -26,7 +26,7 @@ class DirectTiledVariant : public JitLayerVariant {
   std::string source() const override { return "layer_direct_tiled.cuh"; }
   std::vector<std::string> defines(const LayerShape& l, const Problem& p, const Config& c) const override;
   std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const override;
-  Status constraints(const LayerShape& l, const Config& c) const override;
+  Status constraints(const LayerShape& l, const Config& c, const DeviceInfo&) const override;
 };
 
 }  // namespace convtune

@@ -87,10 +87,8 @@ ParamSpace ImplicitGemmVariant::space(const Problem&, const DeviceInfo&) const {
   return s;
 }
 
-Status ImplicitGemmVariant::can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const {
-  if (prob.family != family()) return Status::no("not a " + family() + " problem");
-  const std::string math = c.at("math").get<std::string>();
-  if (Status s = math_allowed(prob, math); !s) return s;
+Status ImplicitGemmVariant::constraints(const LayerShape& l, const Config& c, const DeviceInfo& dev) const {
+  const std::string math = config_math(c);
   const GemmTile* tile = find_gemm_tile(c.at("tile").get<std::string>());
   if (!tile) return Status::no("unknown tile '" + c.at("tile").get<std::string>() + "'");
   if (tile->tensor_cores != (math != kMathFp32))
@@ -99,7 +97,6 @@ Status ImplicitGemmVariant::can_implement(const Problem& prob, const Config& c, 
                                                                        " needs a tensor-core tile"));
   const int stages = cfg_value(c, "stages");
   if (stages < 1 || stages > 3) return Status::no("stages must be 1, 2 or 3");
-  const LayerShape l(prob);
   const GemmExtent e = gemm_extent(pass_, l);
   const int split = splits(c);
   if (split < 1) return Status::no("splits must be >= 1");
@@ -116,8 +113,6 @@ Status ImplicitGemmVariant::can_implement(const Problem& prob, const Config& c, 
   if (double(e.m) + tile->bm > kInt32Limit || double(e.n) + tile->bn > kInt32Limit ||
       double(split) * double(e.m) * double(e.n) > kInt32Limit)
     return Status::no("GEMM too large for the kernel's 32-bit indices");
-  for (const LayerLaunch& launch : launches(prob, c))
-    if (Status s = launch_fits(launch, dev); !s) return s;
   return Status::yes();
 }
 
@@ -141,11 +136,10 @@ Tolerance ImplicitGemmVariant::tolerance(const Problem& prob, const Config& c) c
   return layer_tolerance(sum_length(pass_, LayerShape(prob)), c.at("math").get<std::string>());
 }
 
-std::vector<JitProgram> ImplicitGemmVariant::programs(const Problem& prob, const Config& c) const {
-  const LayerShape l(prob);
+std::vector<std::string> ImplicitGemmVariant::defines(const LayerShape&, const Problem& prob, const Config& c) const {
   const GemmTile& tile = *find_gemm_tile(c.at("tile").get<std::string>());
   const std::string math = c.at("math").get<std::string>();
-  std::vector<std::string> o = layer_defines(l);
+  std::vector<std::string> o;
   const int math_code = math == kMathFp32 ? 0 : math == kMath3xTf32 ? 1 : 2;
   o.push_back(layer_define("PASS", int(pass_)));
   o.push_back(layer_define("MATH", math_code));
@@ -165,11 +159,10 @@ std::vector<JitProgram> ImplicitGemmVariant::programs(const Problem& prob, const
     o.push_back(layer_define("RELU", prob.at("relu")));
   }
   if (pass_ == GemmPass::bwd_filter) o.push_back(layer_define("SPLITS", splits(c)));
-  return {JitProgram{"layer_implicit_gemm.cuh", o}};
+  return o;
 }
 
-std::vector<LayerLaunch> ImplicitGemmVariant::launches(const Problem& prob, const Config& c) const {
-  const LayerShape l(prob);
+std::vector<LayerLaunch> ImplicitGemmVariant::launches(const LayerShape& l, const Config& c) const {
   const GemmExtent e = gemm_extent(pass_, l);
   const GemmTile& tile = *find_gemm_tile(c.at("tile").get<std::string>());
   const int split = splits(c);
@@ -181,17 +174,9 @@ std::vector<LayerLaunch> ImplicitGemmVariant::launches(const Problem& prob, cons
   return out;
 }
 
-size_t ImplicitGemmVariant::workspace_bytes(const Problem& prob, const Config& c) const {
-  const GemmExtent e = gemm_extent(pass_, LayerShape(prob));
+size_t ImplicitGemmVariant::workspace_bytes(const LayerShape& l, const Config& c) const {
+  const GemmExtent e = gemm_extent(pass_, l);
   return splits(c) > 1 ? size_t(splits(c)) * size_t(e.m) * size_t(e.n) * sizeof(float) : 0;
-}
-
-std::unique_ptr<Plan> ImplicitGemmVariant::prepare(const Problem& prob, const Config& c, const DeviceInfo&,
-                                                   JitCache& jit) const {
-  auto plan = std::make_unique<JitLayerPlan>(jit.module(programs(prob, c).front()), launches(prob, c),
-                                             workspace_bytes(prob, c));
-  plan->set_details({{"math", c.at("math").get<std::string>()}, {"deterministic", true}});
-  return plan;
 }
 
 namespace {

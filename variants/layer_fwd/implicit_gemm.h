@@ -41,23 +41,23 @@ struct GemmTile {
 const std::vector<GemmTile>& gemm_tiles();
 const GemmTile* find_gemm_tile(const std::string& name);
 
-class ImplicitGemmVariant : public Variant {
+class ImplicitGemmVariant : public JitLayerVariant {
  public:
   explicit ImplicitGemmVariant(GemmPass pass) : pass_(pass) {}
   std::string summary() const override;
   ParamSpace space(const Problem& p, const DeviceInfo& dev) const override;
-  Status can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
   Cost cost(const Problem& p, const Config& c) const override;
   Tolerance tolerance(const Problem& p, const Config& c) const override;
-  std::vector<JitProgram> programs(const Problem& p, const Config& c) const override;
-  std::unique_ptr<Plan> prepare(const Problem& p, const Config& c, const DeviceInfo& dev,
-                                JitCache& jit) const override;
   int complexity() const override { return 4; }
-
-  // The kernels a config launches (the split reduction after the GEMM when splits > 1).
-  std::vector<LayerLaunch> launches(const Problem& p, const Config& c) const;
-  size_t workspace_bytes(const Problem& p, const Config& c) const;
   int splits(const Config& c) const { return pass_ == GemmPass::bwd_filter ? c.at("splits").get<int>() : 1; }
+
+ protected:
+  std::string source() const override { return "layer_implicit_gemm.cuh"; }
+  std::vector<std::string> defines(const LayerShape& l, const Problem& p, const Config& c) const override;
+  // The GEMM, then the split reduction when splits > 1.
+  std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const override;
+  size_t workspace_bytes(const LayerShape& l, const Config& c) const override;
+  Status constraints(const LayerShape& l, const Config& c, const DeviceInfo& dev) const override;
 
  private:
   GemmPass pass_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "harness/error.h"
 #include "harness/family.h"
@@ -69,16 +70,19 @@ JitLayerPlan::JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaun
   }
 }
 
-void JitLayerPlan::bind(const Operands& ops, cudaStream_t) { operands_ = ops.data; }
+void JitLayerPlan::bind(const Operands& ops, cudaStream_t) {
+  operands_ = ops.data;
+  workspace_ptr_ = workspace_.get();
+  args_.clear();
+  for (float*& p : operands_) args_.push_back(&p);
+  args_.push_back(&workspace_ptr_);
+}
 
 void JitLayerPlan::run(cudaStream_t stream) {
-  std::vector<void*> args;
-  for (float*& p : operands_) args.push_back(&p);
-  void* workspace = workspace_.get();
-  args.push_back(&workspace);
+  if (args_.empty()) throw std::logic_error("JitLayerPlan::run before bind");
   for (size_t i = 0; i < launches_.size(); ++i)
     launch(functions_[i], launches_[i].grid, launches_[i].block, unsigned(launches_[i].dynamic_smem), stream,
-           args.data());
+           args_.data());
 }
 
 std::string config_math(const Config& c) { return c.contains("math") ? c.at("math").get<std::string>() : kMathFp32; }
@@ -87,7 +91,7 @@ Status JitLayerVariant::can_implement(const Problem& p, const Config& c, const D
   if (p.family != family()) return Status::no("not a " + family() + " problem");
   if (Status m = math_allowed(p, config_math(c)); !m) return m;
   const LayerShape l(p);
-  if (Status k = constraints(l, c); !k) return k;
+  if (Status k = constraints(l, c, dev); !k) return k;
   for (const LayerLaunch& launch : launches(l, c))
     if (Status f = launch_fits(launch, dev); !f) return f;
   return Status::yes();

@@ -72,7 +72,9 @@ class JitLayerPlan : public Plan {
   std::vector<CUfunction> functions_;
   KernelAttributes attrs_;
   DeviceArray<char> workspace_;
+  void* workspace_ptr_ = nullptr;
   std::vector<float*> operands_;
+  std::vector<void*> args_;  // made in bind: run() launches without building anything
   json details_ = json::object();
 };
 
@@ -91,8 +93,9 @@ class JitLayerVariant : public Variant {
   virtual std::vector<std::string> defines(const LayerShape& l, const Problem& p, const Config& c) const = 0;
   virtual std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const = 0;
   virtual size_t workspace_bytes(const LayerShape&, const Config&) const { return 0; }
-  // Rules of this kernel beyond the device limits (register budgets, divisibility); yes by default.
-  virtual Status constraints(const LayerShape&, const Config&) const { return Status::yes(); }
+  // Rules of this kernel beyond the launch limits (register budgets, divisibility, filling the GPU); yes by
+  // default. Checked before launches(), which may assume them.
+  virtual Status constraints(const LayerShape&, const Config&, const DeviceInfo&) const { return Status::yes(); }
 };
 
 std::string config_math(const Config& c);  // the config's "math", or fp32
