@@ -14,6 +14,7 @@
 #include "harness/dispatch.h"
 #include "harness/error.h"
 #include "harness/family.h"
+#include "harness/profile.h"
 #include "harness/records.h"
 #include "harness/replay.h"
 #include "harness/strategy.h"
@@ -53,7 +54,8 @@ void print_device(const DeviceInfo& d, const Ceilings* c) {
             << "\n";
   if (c)
     std::cout << "  measured: copy " << fixed(c->copy_gbps, 0) << " GB/s (read + write), FP32 FMA "
-              << fixed(c->fp32_gflops, 0) << " GFLOP/s\n";
+              << fixed(c->fp32_gflops, 0) << " GFLOP/s\n    copy: " << c->copy_method << "\n    FMA: " << c->fma_method
+              << "\n";
 }
 
 int cmd_devices(bool as_json, bool ceilings) {
@@ -151,15 +153,47 @@ std::string short_ms(const json& rec) {
   return rec.is_null() ? "-" : fixed(rec["time"]["median_ms"].get<double>(), 3);
 }
 
+std::string gigabytes(double bytes) { return fixed(bytes / 1e9, 3) + " GB"; }
+
+// Under a problem's row of `best`: what the counters say of the chosen candidate, and what to beware of.
+void print_profile_notes(const json& rec, const json& profile) {
+  if (rec.value("throttled", false))
+    std::cout << "    warning: measured while the GPU throttled (" << rec.value("throttle_reason", std::string("?"))
+              << ")\n";
+  const int static_local = rec.contains("kernel") ? rec["kernel"].value("local_bytes", 0) : 0;
+  const json metrics = profile.is_object() ? profile.value("metrics", json::object()) : json::object();
+  const double spilled = metrics.value("local_spill_bytes", 0.0);
+  if (static_local > 0 || spilled > 0)
+    std::cout << "    warning: spills registers to local memory (" << static_local << " B per thread"
+              << (spilled > 0 ? ", " + gigabytes(spilled) + " of local traffic measured" : std::string()) << ")\n";
+  if (!profile.is_object() || profile.value("status", "") != "ok") return;
+  const json d = profile.value("derived", json::object());
+  std::cout << "    profile: " << d.value("limiter", std::string("-"));
+  if (d.contains("bytes_measured"))
+    std::cout << "; DRAM " << gigabytes(d["bytes_measured"].get<double>()) << " measured vs "
+              << gigabytes(rec.value("bytes_model", 0.0)) << " modelled";
+  if (d.contains("intensity_measured")) std::cout << ", " << fixed(d["intensity_measured"].get<double>(), 2) << " flop/B";
+  if (metrics.contains("achieved_occupancy_pct"))
+    std::cout << "; occupancy " << fixed(metrics["achieved_occupancy_pct"].get<double>(), 0) << "%";
+  std::cout << "\n";
+}
+
 int cmd_best(const std::string& folder, bool as_json) {
   auto read = read_records(std::filesystem::path(folder) / "records.jsonl");
   for (const auto& p : read.problems) std::cerr << "warning: skipping unreadable record " << p << "\n";
   const auto choices = select_best(read.records);
+  const auto profiles = read_profiles(folder);
+  auto profile_of = [&](const json& rec) {
+    const auto it = profiles.find(profile_key(rec));
+    return it == profiles.end() ? json() : it->second;
+  };
   if (as_json) {
     json out = json::array();
-    for (const auto& c : choices)
+    for (const auto& c : choices) {
       out.push_back({{"problem", c.problem_key}, {"best", c.best}, {"runner_up", c.runner_up}, {"margin", c.margin},
                      {"ties", c.ties.size()}});
+      if (const json p = profile_of(c.best); !p.is_null()) out.back()["profile"] = p;
+    }
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -200,6 +234,7 @@ int cmd_best(const std::string& folder, bool as_json) {
               << (c.runner_up.is_null() ? "-" : c.runner_up["variant"].get<std::string>() + " (" + (c.margin >= 0 ? "+" : "") +
                                                  fixed(100 * c.margin, 1) + "%)")
               << (c.ties.empty() ? "" : "  [" + std::to_string(c.ties.size()) + " within noise]") << "\n";
+    print_profile_notes(b, profile_of(b));
   }
   return 0;
 }
@@ -221,9 +256,12 @@ int cmd_compare(const std::string& a, const std::string& b, bool as_json) {
     const json& y = it->second.best;
     const double ta = x["time"]["median_ms"].get<double>(), tb = y["time"]["median_ms"].get<double>();
     const double noise = noise_threshold(x, y);
-    const std::string verdict = std::abs(tb / ta - 1.0) <= noise ? "same within noise" : tb < ta ? "b faster" : "a faster";
+    std::string verdict = std::abs(tb / ta - 1.0) <= noise ? "same within noise" : tb < ta ? "b faster" : "a faster";
+    // A record measured while the GPU throttled says more about the GPU's state than about the kernel.
+    const bool suspect = x.value("throttled", false) || y.value("throttled", false);
+    if (suspect) verdict += ", suspect: " + std::string(x.value("throttled", false) ? "a" : "b") + " throttled";
     out.push_back({{"problem", key}, {"a", x["candidate"]}, {"b", y["candidate"]}, {"a_ms", ta}, {"b_ms", tb},
-                   {"speedup_b_over_a", ta / tb}, {"noise", noise}, {"verdict", verdict}});
+                   {"speedup_b_over_a", ta / tb}, {"noise", noise}, {"verdict", verdict}, {"suspect", suspect}});
   }
   if (out.empty()) {
     std::cerr << "convtune: the two runs share no problem with ok records\n";
@@ -273,8 +311,30 @@ int cmd_replay(const std::string& folder, const std::string& strategies, int tri
   return 0;
 }
 
+int cmd_profile(const std::string& folder, const std::string& worker_targets, const ProfileSelection& sel,
+                ProfileOptions opt) {
+  if (!worker_targets.empty()) return run_profile_worker(worker_targets, opt.device);
+  if (folder.empty()) throw InputError("profile: give a run folder (results/<gpu>/<run>)");
+  if (!std::filesystem::exists(std::filesystem::path(folder) / "records.jsonl"))
+    throw InputError("profile: " + folder + " is not a run folder (no records.jsonl)");
+  const auto read = read_records(std::filesystem::path(folder) / "records.jsonl");
+  const auto targets = choose_profile_targets(read.records, sel);
+  if (targets.empty())
+    throw InputError("profile: no ok record in " + folder + " matches" +
+                     (sel.problem.empty() ? "" : " --problem '" + sel.problem + "'") +
+                     (sel.candidate.empty() ? "" : " --candidate '" + sel.candidate + "'"));
+  opt.ncu = require_ncu(opt.ncu);
+  require_gpu("convtune profile");
+  opt.folder = folder;
+  const int ok = profile_targets(targets, opt, std::cerr);
+  std::cerr << ok << " of " << targets.size() << " candidates profiled: " << folder << "/profiles.jsonl\n";
+  if (ok > 0) cmd_best(folder, false);
+  return ok == static_cast<int>(targets.size()) ? 0 : 1;
+}
+
 struct SweepFlags {
-  bool dry_run = false, hot = false, in_process = false, quiet = false, no_ceilings = false, plot = false;
+  bool dry_run = false, hot = false, in_process = false, quiet = false, no_ceilings = false, plot = false,
+       profile_best = false;
   std::string resume, results = "results", worker_for;
   uint64_t seed = 0;
 };
@@ -327,6 +387,16 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
   export_run(r.folder);
   std::cerr << "dispatch table: " << (r.folder / "dispatch.json").string() << " and "
             << (r.folder / "convtune_dispatch.h").string() << "\n";
+  if (f.profile_best) {
+    ProfileSelection winners;
+    winners.libraries = false;
+    const auto records = read_records(r.folder / "records.jsonl").records;
+    ProfileOptions po;
+    po.folder = r.folder;
+    po.quiet = f.quiet;
+    profile_targets(choose_profile_targets(records, winners), po, std::cerr);
+    std::cerr << "profiles: " << (r.folder / "profiles.jsonl").string() << "\n";
+  }
   if (f.plot) {
     const std::string cmd = "python3 '" + std::string(CONVTUNE_SOURCE_DIR) + "/scripts/plot.py' -q '" + r.folder.string() + "'";
     const int rc = std::system(cmd.c_str());
@@ -379,6 +449,7 @@ int main(int argc, char** argv) {
   sweep->add_flag("--quiet", sf.quiet, "no progress lines");
   sweep->add_flag("--plot", sf.plot, "draw the plots and the report at the end (python3 + matplotlib)");
   sweep->add_flag("--no-ceilings", sf.no_ceilings, "do not measure the ceilings (no roofline figures)");
+  sweep->add_flag("--profile-best", sf.profile_best, "at the end, profile each problem's winner under Nsight Compute");
   sweep->add_option("--worker-for", sf.worker_for, "internal: run as the supervised worker of this run folder");
 
   auto* best = app.add_subcommand("best", "best candidate per problem of a run folder");
@@ -394,6 +465,21 @@ int main(int argc, char** argv) {
   auto* plot = app.add_subcommand("plot", "plots and a report of a run folder (runs scripts/plot.py)");
   plot->add_option("folder", folder, "run folder")->required();
   plot->add_option("--compare", folder_b, "a second run folder to compare with");
+
+  ProfileSelection psel;
+  ProfileOptions popt;
+  std::string worker_targets;
+  auto* profile = app.add_subcommand(
+      "profile", "re-run a run's chosen candidates under Nsight Compute; appends <run>/profiles.jsonl");
+  profile->add_option("folder", folder, "run folder");
+  profile->add_option("--top", psel.top, "the N fastest candidates of each problem (default 1)")->check(CLI::Range(1, 1000));
+  profile->add_flag("!--no-libraries", psel.libraries, "leave out each problem's fastest library candidate");
+  profile->add_option("--candidate", psel.candidate, "only candidates whose name contains this");
+  profile->add_option("--problem", psel.problem, "only problems whose key contains this");
+  profile->add_option("--ncu", popt.ncu, "path of ncu (default: PATH, CUDA toolkit, /opt/nvidia/nsight-compute)");
+  profile->add_option("--device", popt.device, "GPU index")->check(CLI::NonNegativeNumber);
+  profile->add_flag("--quiet", popt.quiet, "no progress lines");
+  profile->add_option("--worker", worker_targets, "internal: the process ncu runs")->group("");
 
   auto* exp = app.add_subcommand("export", "write dispatch.json and the C++ header convtune_dispatch.h into a run folder");
   exp->add_option("folder", folder, "run folder")->required();
@@ -442,6 +528,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*replay) return cmd_replay(folder, strategies, trials, budget, as_json);
+    if (*profile) return cmd_profile(folder, worker_targets, psel, popt);
   } catch (const InputError& e) {
     std::cerr << "convtune: " << e.what() << "\n";
     return kExitInputError;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
+#include <vector>
 
 #include "harness/error.h"
 
@@ -17,12 +19,23 @@ double Ceilings::floor_ms(double bytes, double flops) const {
   return std::max(bytes / (copy_gbps * 1e9), flops / (fp32_gflops * 1e9)) * 1e3;
 }
 
-json Ceilings::to_json() const { return {{"copy_gbps", copy_gbps}, {"fp32_gflops", fp32_gflops}}; }
+json Ceilings::to_json() const {
+  json j = {{"copy_gbps", copy_gbps}, {"fp32_gflops", fp32_gflops}};
+  if (!copy_method.empty()) j["copy_method"] = copy_method;
+  if (!fma_method.empty()) j["fma_method"] = fma_method;
+  if (!copy_trials.is_null()) j["copy_trials_gbps"] = copy_trials;
+  if (!fma_trials.is_null()) j["fma_trials_gflops"] = fma_trials;
+  return j;
+}
 
 Ceilings Ceilings::from_json(const json& j) {
   Ceilings c;
   c.copy_gbps = j.value("copy_gbps", 0.0);
   c.fp32_gflops = j.value("fp32_gflops", 0.0);
+  c.copy_method = j.value("copy_method", "");
+  c.fma_method = j.value("fma_method", "");
+  c.copy_trials = j.value("copy_trials_gbps", json());
+  c.fma_trials = j.value("fma_trials_gflops", json());
   return c;
 }
 
@@ -167,26 +180,58 @@ void require_gpu(const std::string& command) {
 
 namespace convtune {
 
+// The copy ceiling is the best of cudaMemcpy and copy kernels with 1 to 8 loads in flight per thread, over
+// buffers far past L2: one load per thread at a time leaves DRAM idle between requests (6-9% short on
+// H100/H200), and the ceiling must be what the chip can do, or every roofline fraction flatters.
+static void measure_copy(const DeviceInfo& dev, Ceilings& c, cudaStream_t stream) {
+  const int64_t n = std::min<int64_t>(int64_t(256) << 20, dev.global_mem_bytes / 16);  // 1 GiB a buffer on big GPUs
+  DeviceArray<float> src(n), dst(n);
+  fill_uniform(src.get(), n, 1, stream);
+  const int full = std::max(1, dev.max_threads_per_sm / 256);
+  std::vector<std::pair<std::string, CopyMethod>> methods = {{"cudaMemcpy device-to-device", {0, 0, 0}}};
+  for (int loads : {1, 2, 4, 8})
+    for (int per_sm : {full / 2, full})
+      methods.push_back({"copy kernel: " + std::to_string(loads) + " float4 loads in flight per thread, 256 threads x " +
+                             std::to_string(per_sm) + " blocks per SM",
+                         {loads, 256, std::max(1, per_sm)}});
+  c.copy_trials = json::object();
+  for (const auto& [name, m] : methods) {
+    double best_ms = 1e30;
+    for (int i = 0; i < 3; ++i) best_ms = std::min(best_ms, time_copy(m, dst.get(), src.get(), n, 3, stream));
+    const double gbps = 2.0 * double(n) * sizeof(float) / (best_ms * 1e-3) / 1e9;
+    c.copy_trials[name] = gbps;
+    if (gbps > c.copy_gbps) {
+      c.copy_gbps = gbps;
+      c.copy_method = name;
+    }
+  }
+}
+
+// The FMA ceiling: the best of 8, 12 and 16 independent chains per thread at full occupancy.
+static void measure_fma(const DeviceInfo& dev, Ceilings& c, cudaStream_t stream) {
+  const int threads = 256, iterations = 4096;
+  const int blocks = dev.sms * std::max(1, dev.max_threads_per_sm / threads) * 4;
+  DeviceArray<float> sink(blocks);
+  c.fma_trials = json::object();
+  for (int chains : {8, 12, 16}) {
+    double best_ms = 1e30;
+    for (int i = 0; i < 5; ++i)
+      best_ms = std::min(best_ms, time_fma(chains, sink.get(), blocks, threads, iterations, 2, stream));
+    const double gflops = 2.0 * chains * double(iterations) * blocks * threads / (best_ms * 1e-3) / 1e9;
+    const std::string name = "FMA kernel: " + std::to_string(chains) + " independent chains per thread, 256 threads";
+    c.fma_trials[name] = gflops;
+    if (gflops > c.fp32_gflops) {
+      c.fp32_gflops = gflops;
+      c.fma_method = name;
+    }
+  }
+}
+
 Ceilings measure_ceilings(const DeviceInfo& dev) {
   Ceilings c;
   Stream stream;
-  // Copy: buffers far larger than L2, best of several timed runs (a ceiling is what the chip can do).
-  const int64_t n = std::min<int64_t>(int64_t(256) << 20, dev.global_mem_bytes / 16);
-  DeviceArray<float> src(n), dst(n);
-  fill_uniform(src.get(), n, 1, stream.get());
-  double best_ms = 1e30;
-  for (int i = 0; i < 5; ++i) best_ms = std::min(best_ms, time_copy(dst.get(), src.get(), n, 4, stream.get()));
-  c.copy_gbps = 2.0 * double(n) * sizeof(float) / (best_ms * 1e-3) / 1e9;
-
-  const int threads = 256;
-  const int blocks = dev.sms * std::max(1, dev.max_threads_per_sm / threads) * 4;
-  const int iterations = 4096;
-  DeviceArray<float> sink(blocks);
-  best_ms = 1e30;
-  for (int i = 0; i < 5; ++i)
-    best_ms = std::min(best_ms, time_fma(sink.get(), blocks, threads, iterations, 2, stream.get()));
-  const double flops = 2.0 * kFmaChains * double(iterations) * blocks * threads;
-  c.fp32_gflops = flops / (best_ms * 1e-3) / 1e9;
+  measure_copy(dev, c, stream.get());
+  measure_fma(dev, c, stream.get());
   return c;
 }
 

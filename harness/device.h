@@ -13,6 +13,8 @@ using json = nlohmann::json;
 struct Ceilings {
   double copy_gbps = 0;         // device-to-device copy, bytes read + written per second / 1e9
   double fp32_gflops = 0;       // FP32 FMA rate (2 flops per FMA) / 1e9
+  std::string copy_method, fma_method;  // which measurement won
+  json copy_trials, fma_trials;         // every method tried: name -> GB/s or GFLOP/s
   bool measured() const { return copy_gbps > 0 && fp32_gflops > 0; }
   // The time no variant can beat: max(bytes / bandwidth, flops / FMA rate), in milliseconds.
   double floor_ms(double bytes, double flops) const;
@@ -56,7 +58,7 @@ struct DeviceInfo {
 // Throws a clear error when no GPU can be used, for commands that need one.
 void require_gpu(const std::string& command);
 
-// Measures the two ceilings on the current device (about a second).
+// Measures the two ceilings on the current device, each the best of several methods (about a second).
 Ceilings measure_ceilings(const DeviceInfo& dev);
 
 }  // namespace convtune

@@ -60,25 +60,37 @@ __global__ void compare_kernel(const float* __restrict__ out, const double* __re
   }
 }
 
+// Grid-stride copy with `kLoads` float4 loads issued before the first store: enough bytes in flight
+// per SM to cover DRAM latency, which one load per thread at a time does not.
+template <int kLoads>
 __global__ void copy_kernel(float4* __restrict__ dst, const float4* __restrict__ src, int64_t n4) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4; i += int64_t(gridDim.x) * blockDim.x)
-    dst[i] = src[i];
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  for (; i + (kLoads - 1) * stride < n4; i += kLoads * stride) {
+    float4 v[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) v[u] = src[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) dst[i + u * stride] = v[u];
+  }
+  for (; i < n4; i += stride) dst[i] = src[i];
 }
 
+template <int kChains>
 __global__ void fma_kernel(float* sink, int iterations) {
-  float a[kFmaChains];
+  float a[kChains];
 #pragma unroll
-  for (int c = 0; c < kFmaChains; ++c) a[c] = threadIdx.x * 1e-3f + c;
+  for (int c = 0; c < kChains; ++c) a[c] = threadIdx.x * 1e-3f + c;
   const float m = 0.999f, k = 1e-4f;
   // Unrolled so that loop bookkeeping is a few percent of the issue slots, not a quarter of them.
 #pragma unroll 16
   for (int i = 0; i < iterations; ++i) {
 #pragma unroll
-    for (int c = 0; c < kFmaChains; ++c) a[c] = fmaf(a[c], m, k);
+    for (int c = 0; c < kChains; ++c) a[c] = fmaf(a[c], m, k);
   }
   float total = 0;
 #pragma unroll
-  for (int c = 0; c < kFmaChains; ++c) total += a[c];
+  for (int c = 0; c < kChains; ++c) total += a[c];
   if (total == 12345.678f) sink[blockIdx.x] = total;  // keeps the work alive, almost never stores
 }
 
@@ -107,19 +119,15 @@ ErrorSums compare_to_reference(const float* out, const double* ref, int64_t n, c
   return host;
 }
 
-double time_copy(float* dst, const float* src, int64_t n, int repeats, cudaStream_t s) {
-  const int64_t n4 = n / 4;
-  const int threads = 256;
-  int device = 0, sms = 0;
-  CT_CUDA(cudaGetDevice(&device));
-  CT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int blocks = sms * 8;
-  copy_kernel<<<blocks, threads, 0, s>>>(reinterpret_cast<float4*>(dst), reinterpret_cast<const float4*>(src), n4);
+// Milliseconds per launch of `launch`, averaged over `repeats` after one warm-up launch.
+template <typename Launch>
+static double time_launches(Launch launch, int repeats, cudaStream_t s) {
+  launch();
   CT_CHECK_LAUNCH();
   Event start, stop;
   start.record(s);
   for (int i = 0; i < repeats; ++i) {
-    copy_kernel<<<blocks, threads, 0, s>>>(reinterpret_cast<float4*>(dst), reinterpret_cast<const float4*>(src), n4);
+    launch();
     CT_CHECK_LAUNCH();
   }
   stop.record(s);
@@ -129,20 +137,37 @@ double time_copy(float* dst, const float* src, int64_t n, int repeats, cudaStrea
   return ms / repeats;
 }
 
-double time_fma(float* sink, int blocks, int threads, int iterations, int repeats, cudaStream_t s) {
-  fma_kernel<<<blocks, threads, 0, s>>>(sink, iterations);
-  CT_CHECK_LAUNCH();
-  Event start, stop;
-  start.record(s);
-  for (int i = 0; i < repeats; ++i) {
-    fma_kernel<<<blocks, threads, 0, s>>>(sink, iterations);
-    CT_CHECK_LAUNCH();
-  }
-  stop.record(s);
-  CT_CUDA(cudaEventSynchronize(stop.get()));
-  float ms = 0;
-  CT_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-  return ms / repeats;
+template <int kLoads>
+static void launch_copy(const CopyMethod& m, float* dst, const float* src, int64_t n, cudaStream_t s) {
+  int device = 0, sms = 0;
+  CT_CUDA(cudaGetDevice(&device));
+  CT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  copy_kernel<kLoads><<<sms * m.blocks_per_sm, m.threads, 0, s>>>(reinterpret_cast<float4*>(dst),
+                                                                   reinterpret_cast<const float4*>(src), n / 4);
+}
+
+double time_copy(const CopyMethod& m, float* dst, const float* src, int64_t n, int repeats, cudaStream_t s) {
+  return time_launches(
+      [&] {
+        switch (m.loads_in_flight) {
+          case 0: CT_CUDA(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, s)); break;
+          case 1: launch_copy<1>(m, dst, src, n, s); break;
+          case 2: launch_copy<2>(m, dst, src, n, s); break;
+          case 4: launch_copy<4>(m, dst, src, n, s); break;
+          default: launch_copy<8>(m, dst, src, n, s); break;
+        }
+      },
+      repeats, s);
+}
+
+double time_fma(int chains, float* sink, int blocks, int threads, int iterations, int repeats, cudaStream_t s) {
+  return time_launches(
+      [&] {
+        if (chains == 8) fma_kernel<8><<<blocks, threads, 0, s>>>(sink, iterations);
+        else if (chains == 16) fma_kernel<16><<<blocks, threads, 0, s>>>(sink, iterations);
+        else fma_kernel<12><<<blocks, threads, 0, s>>>(sink, iterations);
+      },
+      repeats, s);
 }
 
 }  // namespace convtune

@@ -21,12 +21,17 @@ struct ErrorSums {
 };
 ErrorSums compare_to_reference(const float* out, const double* ref, int64_t n, cudaStream_t s);
 
-// Ceilings. Both return elapsed milliseconds of one timed run after a warm-up.
-double time_copy(float* dst, const float* src, int64_t n, int repeats, cudaStream_t s);
-double time_fma(float* sink, int blocks, int threads, int iterations, int repeats, cudaStream_t s);
+// Ceilings. Both return elapsed milliseconds per launch, averaged over `repeats` after a warm-up.
+// loads_in_flight 0: cudaMemcpyAsync device-to-device; 1, 2, 4, 8: the copy kernel with that many float4
+// loads per thread issued before its stores, on sms * blocks_per_sm blocks of `threads`.
+struct CopyMethod {
+  int loads_in_flight = 0, threads = 256, blocks_per_sm = 8;
+};
+double time_copy(const CopyMethod& m, float* dst, const float* src, int64_t n, int repeats, cudaStream_t s);
+// chains: independent FMA chains per thread (8, 12 or 16), each FMA two flops.
+double time_fma(int chains, float* sink, int blocks, int threads, int iterations, int repeats, cudaStream_t s);
 // A grid-stride launch size for n elements: enough blocks to fill the device, at most 65536.
 int grid_for(int64_t n, int threads);
 
-constexpr int kFmaChains = 12;  // independent FMA chains per thread in the FMA ceiling kernel
 
 }  // namespace convtune

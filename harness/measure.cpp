@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "harness/error.h"
+#include "harness/nvtx.h"
 
 namespace convtune {
 
@@ -73,6 +74,7 @@ Timing Timer::measure(const std::function<void(cudaStream_t)>& work, cudaStream_
   for (int i = 0; i < options_.warmup; ++i) work(stream);
   CT_CUDA(cudaStreamSynchronize(stream));
   std::vector<double> samples;
+  const NvtxRange timed(kNvtxTimed);
   const auto t0 = std::chrono::steady_clock::now();
   bool converged = false;
   while (static_cast<int>(samples.size()) < options_.max_samples) {

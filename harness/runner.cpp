@@ -1,13 +1,16 @@
 #include "harness/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <thread>
 
 #include "harness/error.h"
 #include "harness/gpu_kernels.h"
 #include "harness/records.h"
 #include "harness/family.h"
+#include "harness/nvtx.h"
 
 namespace convtune {
 
@@ -32,8 +35,46 @@ void check_fits(const Problem& p, const DeviceInfo& dev, const std::string& wher
   }
 }
 
+static std::string pci_bus_id(int ordinal) {
+  char id[32] = {};
+  return cudaDeviceGetPCIBusId(id, sizeof id, ordinal) == cudaSuccess ? id : "";
+}
+
 Runner::Runner(DeviceInfo dev, Ceilings ceilings, MeasureOptions options, JitCache& jit, uint64_t seed)
-    : dev_(std::move(dev)), ceilings_(ceilings), jit_(jit), seed_(seed), timer_(dev_.l2_bytes, options) {}
+    : dev_(std::move(dev)), ceilings_(ceilings), jit_(jit), seed_(seed), timer_(dev_.l2_bytes, options),
+      clocks_(pci_bus_id(dev_.ordinal)) {}
+
+Timing Runner::measure_between_readings(Plan& plan, json& clocks, ThrottleVerdict& verdict) {
+  const ClockSample before = clocks_.sample();
+  const Timing t = timer_.measure([&](cudaStream_t s) { plan.run(s); }, stream_.get());
+  CT_CHECK_LAUNCH();
+  const ClockSample after = clocks_.sample();
+  verdict = judge(before, after, max_sm_mhz_);
+  if (after.valid && !verdict.throttled) max_sm_mhz_ = std::max(max_sm_mhz_, after.sm_mhz);
+  clocks = {{"before", before.to_json()}, {"after", after.to_json()}};
+  return t;
+}
+
+Timing Runner::measure_guarded(Plan& plan, json& r) {
+  if (!clocks_.available()) {
+    r["clocks"] = {{"unavailable", clocks_.why()}};
+    const Timing t = timer_.measure([&](cudaStream_t s) { plan.run(s); }, stream_.get());
+    CT_CHECK_LAUNCH();
+    return t;
+  }
+  ThrottleVerdict verdict;
+  Timing t = measure_between_readings(plan, r["clocks"], verdict);
+  if (verdict.throttled) {
+    // Once more after a pause: a GPU that cooled down or left its power cap gives the honest figure.
+    r["throttled_first"] = {{"time", t.to_json()}, {"clocks", r["clocks"]}, {"reason", verdict.reason}};
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    t = measure_between_readings(plan, r["clocks"], verdict);
+    r["remeasured"] = true;
+  }
+  r["throttled"] = verdict.throttled;
+  if (verdict.throttled) r["throttle_reason"] = verdict.reason;
+  return t;
+}
 
 ProblemBuffers& Runner::buffers_for(const Problem& p) {
   if (!buffers_ || !(buffers_->problem == p)) {
@@ -76,6 +117,7 @@ json Runner::skeleton(const Variant& v, const Problem& p, const Config& c, const
 
 json Runner::verify(const Variant& v, const Config& c, Plan& plan, ProblemBuffers& b, bool fresh_inputs) {
   const Problem& p = b.problem;
+  const NvtxRange range(kNvtxVerify);
   const cudaStream_t s = stream_.get();
   const auto ops = p.operands();
   const size_t n_inputs = ops.size() - 1;
@@ -112,6 +154,7 @@ json Runner::run(const Variant& v, const Problem& p, const Config& c) {
     return r;
   }
   std::unique_ptr<Plan> plan;
+  const NvtxRange range(nvtx_candidate_range(r["candidate"].get<std::string>(), p.key()));
   try {
     const int compiles_before = jit_.compiles();
     const double compile_ms_before = jit_.compile_ms();
@@ -130,8 +173,7 @@ json Runner::run(const Variant& v, const Problem& p, const Config& c) {
       r["status"] = status::wrong_result;
       return r;
     }
-    const Timing t = timer_.measure([&](cudaStream_t s) { plan->run(s); }, stream_.get());
-    CT_CHECK_LAUNCH();
+    const Timing t = measure_guarded(*plan, r);
     r["time"] = t.to_json();
     r["cold"] = timer_.options().cold;
     // Same inputs again after the timed runs: a race or a stale-state bug shows up here.

@@ -8,6 +8,7 @@
 
 #include "harness/cuda_raii.h"
 #include "harness/device.h"
+#include "harness/gpu_clocks.h"
 #include "harness/jit.h"
 #include "harness/measure.h"
 #include "harness/variant.h"
@@ -40,6 +41,9 @@ class Runner {
  private:
   ProblemBuffers& buffers_for(const Problem& p);
   json verify(const Variant& v, const Config& c, Plan& plan, ProblemBuffers& b, bool fresh_inputs);
+  // The timed samples between two clock readings; measured once more after a pause when throttled.
+  Timing measure_guarded(Plan& plan, json& r);
+  Timing measure_between_readings(Plan& plan, json& clocks, ThrottleVerdict& verdict);
 
   DeviceInfo dev_;
   Ceilings ceilings_;
@@ -47,6 +51,8 @@ class Runner {
   uint64_t seed_;
   Stream stream_;
   Timer timer_;
+  GpuClocks clocks_;
+  unsigned max_sm_mhz_ = 0;  // the highest SM clock seen after an unthrottled candidate
   std::unique_ptr<ProblemBuffers> buffers_;
 };
 

@@ -4,8 +4,8 @@
     python3 scripts/plot.py <run-folder> [-o OUTDIR] [--compare OTHER_RUN] [--format png,svg]
                             [--variant V] [--problem KEY] [-q]
 
-Reads <run>/records.jsonl, <run>/summary.json (and <run>/dispatch.json if there), writes into OUTDIR
-(default <run>/plots/), each plot in every requested format:
+Reads <run>/records.jsonl, <run>/summary.json (and <run>/dispatch.json, <run>/profiles.jsonl if there),
+writes into OUTDIR (default <run>/plots/), each plot in every requested format:
 
   roofline_<family>          achieved GFLOP/s vs arithmetic intensity under the measured roofs
   time_vs_<dim>_<family>     median time vs the family's shape parameter, best config per variant
@@ -13,8 +13,10 @@ Reads <run>/records.jsonl, <run>/summary.json (and <run>/dispatch.json if there)
   sensitivity_<variant>_<problem>  one variant's time over its two most varied parameters
   convergence_<family>       best-so-far vs evaluations per search strategy (records with strategy)
   compare                    per-problem speedup against --compare's run
-  report.md, report.html     tables (device, ceilings, statuses, best per problem) and the plots;
-                             report.html is self-contained (PNG embedded)
+  report.md, report.html     tables (device, ceilings, statuses, best per problem, Nsight Compute
+                             profiles and spills) and the plots; report.html is self-contained (PNG embedded)
+
+With profiles.jsonl, the roofline also draws each profiled candidate at its measured DRAM intensity.
 
 Exit status: 0 done (warnings on stderr for skipped lines or plots), 2 unusable input (one line on
 stderr: missing summary.json, no records, no ok record, a bad option).

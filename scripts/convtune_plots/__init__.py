@@ -1,7 +1,7 @@
 """Plots and reports for convtune run folders.
 
-Reads only the files a run leaves behind (records.jsonl, summary.json, optionally dispatch.json), never
-the C++ code. Modules:
+Reads only the files a run leaves behind (records.jsonl, summary.json, optionally dispatch.json and
+profiles.jsonl), never the C++ code. Modules:
 
   load.py     reading and validating a run folder; LoadError for fatal problems, warnings for the rest
   analysis.py best candidate per problem (the same rule as `convtune best`), shape parameters per family

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from .load import Run, dims_of, family_of, median_ms, num, pos, rel_stderr, variant_of
+from .load import Run, dims_of, family_of, median_ms, num, pmetric, pos, rel_stderr, variant_of
 
 
 def noise_threshold(a: dict, b: dict) -> float:
@@ -320,3 +320,40 @@ def variant_colors(variants) -> dict:
     names = sorted(set(variants))
     cmap = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
     return {v: cmap(i % cmap.N) for i, v in enumerate(names)}
+
+
+# --- Nsight Compute profiles (profiles.jsonl) --------------------------------------------------------
+
+
+def measured_bytes(prof: dict) -> Optional[float]:
+    """DRAM bytes ncu measured: derived.bytes_measured, else metrics.dram_bytes, else read + write."""
+    b = pmetric(prof, "bytes_measured", "derived") or pmetric(prof, "dram_bytes")
+    if b is None:
+        r, w = pmetric(prof, "dram_read_bytes"), pmetric(prof, "dram_write_bytes")
+        b = r + w if r is not None and w is not None else None
+    return b if b and b > 0 else None
+
+
+def measured_intensity(prof: dict, rec: Optional[dict]) -> Optional[float]:
+    """FLOPs per measured DRAM byte: derived.intensity_measured, else the record's flops / measured bytes."""
+    i = pos(pmetric(prof, "intensity_measured", "derived"))
+    if i is None and rec is not None and pos(rec.get("flops")) and measured_bytes(prof):
+        i = rec["flops"] / measured_bytes(prof)
+    return i
+
+
+def model_over_measured(prof: dict, rec: Optional[dict]) -> Optional[float]:
+    """Modelled bytes / measured DRAM bytes: derived.bytes_model_over_measured, else from the record."""
+    v = pos(pmetric(prof, "bytes_model_over_measured", "derived"))
+    if v is None and rec is not None and pos(rec.get("bytes_model")) and measured_bytes(prof):
+        v = rec["bytes_model"] / measured_bytes(prof)
+    return v
+
+
+def local_memory(rec: dict, prof: Optional[dict]) -> tuple:
+    """(local traffic bytes ncu measured, local bytes per thread the compiler reserved), each None when
+    absent or zero: either above zero means the kernel spills registers (or keeps arrays in local memory)."""
+    traffic = pos(pmetric(prof, "local_spill_bytes")) if prof else None
+    k = rec.get("kernel")
+    per_thread = pos(k.get("local_bytes")) if isinstance(k, dict) else None
+    return traffic, per_thread

@@ -29,6 +29,7 @@ from .analysis import (  # noqa: E402
     fmt_dims,
     fmt_margin,
     latest_ok,
+    measured_intensity,
     method_of,
     problem_label,
     select_best,
@@ -36,7 +37,9 @@ from .analysis import (  # noqa: E402
     short_variant,
     variant_colors,
 )
-from .load import Run, config_of, dims_of, family_of, is_library, median_ms, num, pos, variant_of  # noqa: E402
+from .load import (  # noqa: E402
+    Run, config_of, dims_of, family_of, is_library, median_ms, num, pos, profile_ok, variant_of,
+)
 
 STYLE = {
     "font.size": 9,
@@ -51,7 +54,8 @@ STYLE = {
 }
 matplotlib.rcParams.update(STYLE)
 
-LIB_MARKER, OWN_MARKER = "s", "o"
+LIB_MARKER, OWN_MARKER, PROFILED_MARKER = "s", "o", "D"
+PROFILED_LABEL = "profiled: at measured DRAM bytes (ncu)"
 
 
 def _colors(run: Run, family: str) -> dict:
@@ -145,11 +149,12 @@ def roofline(run: Run, family: str) -> Optional[Figure]:
     if not points:
         run.warn(f"roofline_{family}: no ok record with flops and intensity_model; plot skipped")
         return None
+    profiled = _profiled_points(run, family)  # (variant, i_measured, i_model, gflops)
 
     fig = Figure(figsize=(9, 6), layout="constrained")
     ax = fig.add_subplot()
-    xs = [p[1] for p in points] + [p[2] for p in points if p[2]]
-    ys = [p[3] for p in points]
+    xs = [p[1] for p in points] + [p[2] for p in points if p[2]] + [p[1] for p in profiled]
+    ys = [p[3] for p in points] + [p[3] for p in profiled]
     xlo, xhi = min(xs) / 3, max(xs) * 3
     if bw and fp:
         ridge = fp / bw
@@ -176,6 +181,13 @@ def roofline(run: Run, family: str) -> Optional[Figure]:
                    linewidth=0, zorder=3)
         for p in faint:
             ax.plot([p[2], p[1]], [p[3], p[3]], color=c, lw=0.8, alpha=0.25, zorder=3)
+    for v, i_meas, i_model, g in profiled:
+        if i_model:
+            ax.plot([i_meas, i_model], [g, g], color=colors.get(v, "0.3"), lw=0.7, zorder=3, gid="profiled_link")
+    if profiled:
+        ax.scatter([p[1] for p in profiled], [p[3] for p in profiled], marker=PROFILED_MARKER, s=44,
+                   facecolors="none", edgecolors=[colors.get(p[0], "0.3") for p in profiled], linewidths=1.3,
+                   zorder=6, gid="profiled")
     label_problems = len(best) <= 12  # past that the labels only clutter
     tags = [ax.annotate(problem_label(p[4]), (p[1], p[3]), xytext=(5, 4), textcoords="offset points",
                         fontsize=7, color="0.2", zorder=5,  # a veil keeps labels legible over markers
@@ -196,6 +208,9 @@ def roofline(run: Run, family: str) -> Optional[Figure]:
         Line2D([], [], ls="", marker=LIB_MARKER, color="0.4", label="library baseline"),
         Line2D([], [], ls="", marker=OWN_MARKER, color="0.4", alpha=0.3, label="same point at intensity_min"),
     ]
+    if profiled:
+        handles.append(Line2D([], [], lw=0.7, marker=PROFILED_MARKER, mfc="none", color="0.3",
+                              label=PROFILED_LABEL))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
     notes = ["labels: each problem's chosen best candidate" if label_problems else
              f"{len(best)} problems: points not labelled"]
@@ -204,6 +219,10 @@ def roofline(run: Run, family: str) -> Optional[Figure]:
         if above:
             notes.append(f"{above} points above the roof at their modelled intensity: the model counts loads "
                          "that caches serve (see the faint points at intensity_min)")
+    if profiled:
+        notes.append(f"hollow diamonds: {len(profiled)} candidates profiled under Nsight Compute, at "
+                     "direct-equivalent FLOPs / measured DRAM bytes, joined to their modelled intensity; right of "
+                     "it: caches served traffic the model counts")
     odd = sorted({short_variant(p[0]) for p in points if pos(p[4].get("flops_variant")) and pos(p[4].get("flops"))
                   and abs(p[4]["flops_variant"] / p[4]["flops"] - 1) > 0.05})
     if odd:
@@ -224,6 +243,26 @@ def roofline(run: Run, family: str) -> Optional[Figure]:
                     rotation=90, fontsize=7.5, ha="right", va="bottom", color="0.3")
     _unstack(fig, tags)
     return fig
+
+
+def _profiled_points(run: Run, family: str) -> list:
+    """(variant, measured intensity, modelled intensity or None, achieved GFLOP/s) of each ok profile of the
+    family whose candidate has an ok timing record with flops."""
+    ok = latest_ok([r for r in run.records if family_of(r) == family])
+    out, unmatched = [], 0
+    for (key, cand), prof in run.profiles.items():
+        rec = ok.get(key, {}).get(cand)
+        if rec is None:
+            if profile_ok(prof) and family_of(prof) == family:
+                unmatched += 1
+            continue
+        i_meas, g = measured_intensity(prof, rec), achieved_gflops(rec)
+        if profile_ok(prof) and i_meas and g:
+            out.append((variant_of(rec), i_meas, pos(rec.get("intensity_model")), g))
+    if unmatched:
+        run.warn(f"roofline_{family}: {unmatched} profiles match no ok timing record (problem_key, candidate); "
+                 "left out")
+    return out
 
 
 def _unstack(fig, texts, tries: int = 6) -> None:

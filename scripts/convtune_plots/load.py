@@ -2,7 +2,8 @@
 
 Fatal problems (no folder, no or unreadable summary.json, no records.jsonl, no usable ok record) raise
 LoadError with a one-line message. Problems that only lose a line or a field (a torn last line from a
-crash, a record without a time) become warnings on Run.warnings and the rest is used.
+crash, a record without a time) become warnings on Run.warnings and the rest is used. profiles.jsonl
+(Nsight Compute profiles of some candidates) is optional; any of its metrics may be missing.
 """
 
 from __future__ import annotations
@@ -49,11 +50,13 @@ def rel_stderr(rec: dict) -> float:
 
 @dataclass
 class Run:
-    """One run folder: summary, records (file order, unreadable lines dropped) and what went wrong."""
+    """One run folder: summary, records (file order, unreadable lines dropped), Nsight Compute profiles
+    (profiles.jsonl, when there) and what went wrong."""
 
     path: str
     summary: dict
     records: list
+    profiles: dict = field(default_factory=dict)  # (problem_key, candidate) -> latest profiles.jsonl line
     dispatch: Any = None
     warnings: list = field(default_factory=list)
     echo: Optional[Callable[[str], None]] = None  # called with each new warning (plot.py prints them)
@@ -98,6 +101,10 @@ class Run:
     def ok(self) -> list:
         """Usable ok records: status ok with a positive time.median_ms (checked at load time)."""
         return [r for r in self.records if r.get("status") == "ok" and median_ms(r) is not None]
+
+    def profile_of(self, rec: dict) -> Optional[dict]:
+        """The profile of a record's (problem_key, candidate), or None."""
+        return self.profiles.get((rec.get("problem_key"), rec.get("candidate")))
 
     def families(self) -> list:
         out = []
@@ -196,43 +203,91 @@ def read_json_file(path: str, what: str) -> Any:
         raise LoadError(f"{path}: cannot be read ({e})") from None
 
 
-def read_records(path: str, warn: Callable[[str], None]) -> list:
-    """Every readable record of a records.jsonl, in file order. Unreadable lines become warnings."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise LoadError(f"{path}: not found (no records in this run folder)") from None
-    except OSError as e:
-        raise LoadError(f"{path}: cannot be read ({e})") from None
+def _read_jsonl(path: str, warn: Callable[[str], None]) -> Iterable[tuple]:
+    """(line number, object) for each line of a .jsonl file holding a JSON object; the others (a torn last
+    line from a crash, bad JSON, not an object) become warnings. OSError propagates."""
+    with open(path, "rb") as f:
+        raw = f.read()
     lines = raw.split(b"\n")
     last_nonempty = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
-    records = []
     name = os.path.basename(path)
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         where = f"{name}:{i + 1}"
         try:
-            rec = json.loads(line.decode("utf-8"))
+            obj = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             torn = i == last_nonempty and not raw.endswith(b"\n")
             why = "torn last line (the run stopped mid-write?)" if torn else "not valid JSON"
             warn(f"{where}: {why}; line skipped")
             continue
-        if not isinstance(rec, dict):
+        if not isinstance(obj, dict):
             warn(f"{where}: not a JSON object; line skipped")
             continue
-        missing = [k for k in REQUIRED if not isinstance(rec.get(k), str) or not rec.get(k)]
-        if missing:
-            warn(f"{where}: record without {', '.join(missing)}; line skipped")
-            continue
-        if rec["status"] == "ok" and median_ms(rec) is None:
-            warn(f"{where}: ok record of {rec['candidate']} on {rec['problem_key']} has no usable "
-                 f"time.median_ms; left out of plots and tables")
-        rec["_line"] = i + 1
-        records.append(rec)
+        yield i + 1, obj
+
+
+def _missing(obj: dict, keys: Iterable[str]) -> list:
+    return [k for k in keys if not isinstance(obj.get(k), str) or not obj.get(k)]
+
+
+def read_records(path: str, warn: Callable[[str], None]) -> list:
+    """Every readable record of a records.jsonl, in file order. Unreadable lines become warnings."""
+    records = []
+    name = os.path.basename(path)
+    try:
+        for line, rec in _read_jsonl(path, warn):
+            missing = _missing(rec, REQUIRED)
+            if missing:
+                warn(f"{name}:{line}: record without {', '.join(missing)}; line skipped")
+                continue
+            if rec["status"] == "ok" and median_ms(rec) is None:
+                warn(f"{name}:{line}: ok record of {rec['candidate']} on {rec['problem_key']} has no usable "
+                     f"time.median_ms; left out of plots and tables")
+            rec["_line"] = line
+            records.append(rec)
+    except FileNotFoundError:
+        raise LoadError(f"{path}: not found (no records in this run folder)") from None
+    except OSError as e:
+        raise LoadError(f"{path}: cannot be read ({e})") from None
     return records
+
+
+def read_profiles(path: str, warn: Callable[[str], None]) -> dict:
+    """profiles.jsonl (Nsight Compute profiles, one per line) as {(problem_key, candidate): profile}; a
+    candidate profiled twice keeps its later line. No file: {}."""
+    out: dict = {}
+    name = os.path.basename(path)
+    try:
+        for line, prof in _read_jsonl(path, warn):
+            missing = _missing(prof, ("problem_key", "candidate"))
+            if missing:
+                warn(f"{name}:{line}: profile without {', '.join(missing)}; line skipped")
+                continue
+            out.pop((prof["problem_key"], prof["candidate"]), None)  # re-insert: file order of the latest
+            out[(prof["problem_key"], prof["candidate"])] = prof
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        warn(f"{path}: cannot be read ({e}); profiles left out")
+    return out
+
+
+def pmetric(prof: dict, key: str, block: str = "metrics") -> Optional[float]:
+    """A number from a profile's metrics (or derived) block, or None when absent or not a number."""
+    b = prof.get(block)
+    return num(b.get(key)) if isinstance(b, dict) else None
+
+
+def ptext(prof: dict, key: str, block: str = "derived") -> Optional[str]:
+    b = prof.get(block)
+    v = b.get(key) if isinstance(b, dict) else None
+    return v if isinstance(v, str) and v else None
+
+
+def profile_ok(prof: dict) -> bool:
+    return prof.get("status", "ok") == "ok"
 
 
 def load_run(path: str, echo: Optional[Callable[[str], None]] = None, require_ok: bool = True) -> Run:
@@ -245,7 +300,8 @@ def load_run(path: str, echo: Optional[Callable[[str], None]] = None, require_ok
     if not isinstance(summary, dict):
         raise LoadError(f"{os.path.join(path, 'summary.json')}: not a JSON object")
     records = read_records(os.path.join(path, "records.jsonl"), pending.append)
-    run = Run(path=path, summary=summary, records=records, echo=echo)
+    profiles = read_profiles(os.path.join(path, "profiles.jsonl"), pending.append)
+    run = Run(path=path, summary=summary, records=records, profiles=profiles, echo=echo)
     for w in pending:
         run.warn(w)
     dpath = os.path.join(path, "dispatch.json")

@@ -8,8 +8,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .analysis import fmt_margin, gbps, roofline_fraction, select_best, short_variant
-from .load import Run, count_statuses, family_of, median_ms, num, variant_of
+from .analysis import (
+    fmt_margin, gbps, latest_ok, local_memory, measured_bytes, measured_intensity, model_over_measured,
+    roofline_fraction, select_best, short_variant,
+)
+from .load import Run, count_statuses, family_of, median_ms, num, pmetric, profile_ok, ptext, variant_of
 
 
 @dataclass
@@ -151,10 +154,24 @@ def reasons_table(run: Run, limit: int = 15) -> Optional[Table]:
     return Table(["status", "variant", "records", "reason (first line)"], rows, "llrl")
 
 
+def _throttle(rec: dict) -> str:
+    """' ⚠ throttled (sw_thermal)' for a record measured while the GPU throttled, else ''."""
+    if rec.get("throttled") is not True:
+        return ""
+    why = rec.get("throttle_reason")
+    return f" ⚠ throttled ({why})" if isinstance(why, str) and why else " ⚠ throttled"
+
+
+def _ok_profile(run: Run, rec: dict) -> Optional[dict]:
+    prof = run.profile_of(rec)
+    return prof if prof is not None and profile_ok(prof) else None
+
+
 def best_table(run: Run) -> Table:
     best = select_best(run.records)
     order = sorted(best, key=lambda k: (run.families().index(family_of(best[k].best)),
                                         run.problems().index(k) if k in run.problems() else 0))
+    profiled = any(_ok_profile(run, c.best) for c in best.values())
     rows = []
     for k in order:
         c = best[k]
@@ -165,10 +182,76 @@ def best_table(run: Run) -> Table:
             ru = f"{short_variant(variant_of(c.runner_up))} ({_fmt(median_ms(c.runner_up), 4)} ms)"
         margin = fmt_margin(c.margin)
         ties = str(len(c.ties)) if c.ties else ""
-        rows.append([k, b["candidate"], _fmt(median_ms(b), 4), _fmt(gbps(b), 4),
-                     _fraction(rf), ru, margin, ties])
-    return Table(["problem", "best candidate", "median ms", "GB/s", "roofline", "runner-up variant", "margin",
-                  "ties"], rows, "llrrrlrr")
+        row = [k, b["candidate"] + _throttle(b), _fmt(median_ms(b), 4), _fmt(gbps(b), 4),
+               _fraction(rf), ru, margin, ties]
+        if profiled:
+            prof = run.profile_of(b)
+            if prof is None:
+                row += ["–", "–"]
+            elif not profile_ok(prof):
+                row += ["profile failed", "–"]
+            else:
+                row += [ptext(prof, "limiter") or "–",
+                        f"{_bytes(measured_bytes(prof))} / {_bytes(b.get('bytes_model'))}"]
+        rows.append(row)
+    heads = ["problem", "best candidate", "median ms", "GB/s", "roofline", "runner-up variant", "margin", "ties"]
+    if profiled:
+        return Table(heads + ["limiter", "measured / model bytes"], rows, "llrrrlrrlr")
+    return Table(heads, rows, "llrrrlrr")
+
+
+def spill_warnings(run: Run) -> list:
+    """A line per problem whose chosen candidate uses local memory (register spills or local arrays)."""
+    out = []
+    for k, c in select_best(run.records).items():
+        traffic, per_thread = local_memory(c.best, _ok_profile(run, c.best))
+        what = [f"{_bytes(traffic)} of local traffic measured by ncu"] if traffic else []
+        what += [f"{per_thread:.0f} bytes of local memory per thread"] if per_thread else []
+        if what:
+            out.append(f"⚠ {k}: best candidate {c.best['candidate']} spills registers to local memory "
+                       f"({'; '.join(what)})")
+    return out
+
+
+def _pct(x) -> str:
+    v = num(x)
+    return "–" if v is None else f"{v:.0f}%"
+
+
+def profiles_table(run: Run) -> Optional[Table]:
+    """One row per ok profile (the latest of each candidate), in profiles.jsonl order."""
+    ok = latest_ok(run.records)
+    rows = []
+    for (key, cand), prof in run.profiles.items():
+        if not profile_ok(prof):
+            continue
+        rec = ok.get(key, {}).get(cand)
+        kernel = rec.get("kernel") if rec and isinstance(rec.get("kernel"), dict) else {}
+        regs = pmetric(prof, "registers_per_thread")
+        regs = regs if regs is not None else num(kernel.get("registers"))
+        rows.append([key, cand, str(prof.get("why") or "–"), _fmt(median_ms(rec) if rec else None, 4),
+                     _bytes(rec.get("bytes_model") if rec else None), _bytes(measured_bytes(prof)),
+                     _fmt(model_over_measured(prof, rec), 3), _fmt(measured_intensity(prof, rec), 3),
+                     ptext(prof, "limiter") or "–", _pct(pmetric(prof, "achieved_occupancy_pct")),
+                     _fmt(regs, 3), _bytes(pmetric(prof, "local_spill_bytes"))])
+    if not rows:
+        return None
+    return Table(["problem", "candidate", "why", "median ms", "model bytes", "measured bytes", "model / measured",
+                  "measured intensity", "limiter", "achieved occupancy", "registers", "spills"],
+                 rows, "lllrrrrrlrrr")
+
+
+def failed_profiles(run: Run) -> list:
+    return [f"{key}: {cand} ({p.get('why') or '–'}): {str(p.get('reason') or '(no reason given)').splitlines()[0]}"
+            for (key, cand), p in run.profiles.items() if not profile_ok(p)]
+
+
+def _profiles_note(run: Run) -> str:
+    ncu = [p["ncu"] for p in run.profiles.values() if isinstance(p.get("ncu"), dict)]
+    tools = sorted({f"ncu {n.get('version', '?')}, clock control {n.get('clock_control', '?')}" for n in ncu})
+    return ("Nsight Compute profiles (profiles.jsonl): median ms and model bytes from the timing record; measured "
+            "bytes: DRAM read + write; measured intensity: direct-equivalent FLOPs / measured bytes; spills: local "
+            "memory traffic." + (f" Profiled with {'; '.join(tools)}." if tools else ""))
 
 
 def compare_table(run_a: Run, run_b: Run) -> Optional[Table]:
@@ -222,6 +305,15 @@ def _sections(run: Run, compare_run: Optional[Run]) -> list:
     secs.append(("", "Best: the fastest ok candidate, or a simpler one within measurement noise of it (as "
                      "`convtune best`). Margin: runner-up variant's best time / best time − 1. Ties: other "
                      "candidates within noise. Roofline: floor_ms / median time."))
+    spills = spill_warnings(run)
+    if spills:
+        secs.append(("Register spills in chosen candidates", ("list", spills)))
+    pt = profiles_table(run)
+    if pt:
+        secs += [("Profiles", pt), ("", _profiles_note(run))]
+    failed = failed_profiles(run)
+    if failed:
+        secs.append(("Profiles that failed", ("list", failed)))
     rt = reasons_table(run)
     if rt:
         secs.append(("Not ok: most frequent reasons", rt))
@@ -304,4 +396,5 @@ def html_report(run: Run, plots: list, compare_run: Optional[Run] = None) -> str
     return "\n".join(out)
 
 
-__all__ = ["Plot", "Table", "markdown", "html_report", "best_table", "device_table", "status_table"]
+__all__ = ["Plot", "Table", "markdown", "html_report", "best_table", "device_table", "status_table", "profiles_table",
+           "spill_warnings"]
