@@ -2,6 +2,8 @@
 // their candidate, the profile records it writes and reads back, and its errors without ncu.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -40,4 +42,93 @@ TEST(Profile, RealCaptureKernelsMatchTheirCandidates) {
   ASSERT_TRUE(m.contains("dram_bytes")) << m.dump();
   EXPECT_DOUBLE_EQ(m["dram_bytes"].get<double>(), 16792320.0 + 1723392.0);
   EXPECT_NEAR(m["duration_ms"].get<double>(), 0.013728, 1e-9);
+}
+
+namespace {
+
+json timing(const std::string& problem, const std::string& variant, const std::string& cfg, double ms, bool library) {
+  return {{"problem_key", problem}, {"variant", variant}, {"candidate", variant + "[" + cfg + "]"},
+          {"family", "conv2d"},     {"library", library},  {"status", "ok"},
+          {"complexity", 1},        {"time", {{"median_ms", ms}, {"rel_stderr", 0.001}, {"samples", 20}}}};
+}
+
+std::vector<json> two_problems() {
+  return {timing("conv2d:h=64,r=1", "conv2d.tiled", "a=1", 1.0, false),
+          timing("conv2d:h=64,r=1", "conv2d.tiled", "a=2", 1.5, false),
+          timing("conv2d:h=64,r=1", "conv2d.cudnn", "algo=gemm", 3.0, true),
+          timing("conv2d:h=64,r=1", "conv2d.cudnn", "algo=fft", 2.0, true),
+          timing("conv2d:h=64,r=2", "conv2d.cudnn", "algo=fft", 0.5, true),
+          timing("conv2d:h=64,r=2", "conv2d.tiled", "a=1", 0.9, false)};
+}
+
+}  // namespace
+
+TEST(Profile, ChoosesEachProblemsBestAndItsFastestLibrary) {
+  const auto t = choose_profile_targets(two_problems(), ProfileSelection{});
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].record["candidate"], "conv2d.tiled[a=1]");
+  EXPECT_EQ(t[0].why, "best");
+  EXPECT_EQ(t[1].record["candidate"], "conv2d.cudnn[algo=fft]");  // the faster of the two algorithms
+  EXPECT_EQ(t[1].why, "best_library");
+  // Where a library wins, it is profiled once, as the best.
+  EXPECT_EQ(t[2].record["candidate"], "conv2d.cudnn[algo=fft]");
+  EXPECT_EQ(t[2].why, "best");
+}
+
+TEST(Profile, TopAndFiltersNarrowOrWidenTheChoice) {
+  ProfileSelection top2;
+  top2.top = 2;
+  top2.libraries = false;
+  top2.problem = "r=1";
+  const auto t = choose_profile_targets(two_problems(), top2);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[1].record["candidate"], "conv2d.tiled[a=2]");
+  EXPECT_EQ(t[1].why, "top 2");
+  ProfileSelection asked;
+  asked.candidate = "algo=gemm";
+  const auto a = choose_profile_targets(two_problems(), asked);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].why, "asked");
+}
+
+TEST(Profile, RecordsReadBackKeyedByCandidateLaterLinesWin) {
+  const fs::path dir = fs::temp_directory_path() / ("convtune-profile-test-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  json p = {{"problem_key", "conv2d:h=64,r=1"}, {"candidate", "conv2d.tiled[a=1]"}, {"status", "failed"}};
+  {
+    RecordWriter w(dir / "profiles.jsonl");
+    w.append(p);
+    p["status"] = "ok";
+    p["derived"] = {{"limiter", "memory-bound at 90% of DRAM peak"}};
+    w.append(p);
+  }
+  const auto read = read_profiles(dir);
+  ASSERT_EQ(read.size(), 1u);
+  const json& back = read.at(profile_key(p));
+  EXPECT_EQ(back["status"], "ok");
+  EXPECT_EQ(back["derived"]["limiter"], "memory-bound at 90% of DRAM peak");
+  EXPECT_TRUE(read_profiles(dir / "missing").empty());
+  fs::remove_all(dir);
+}
+
+TEST(Profile, WithoutNcuTheErrorSaysWhereItLooked) {
+  EXPECT_THROW(require_ncu("/nonexistent/ncu"), InputError);
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", "/nonexistent", 1);
+  unsetenv("CUDA_HOME");
+  unsetenv("CUDA_PATH");
+  const std::string found = find_ncu();
+  if (found.empty()) {
+    try {
+      require_ncu("");
+      ADD_FAILURE() << "no ncu anywhere, yet require_ncu did not throw";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("ncu"), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find("PATH"), std::string::npos);
+    }
+  } else {
+    EXPECT_EQ(require_ncu(""), found);  // a toolkit or /opt install was found without PATH
+  }
+  setenv("PATH", path.c_str(), 1);
 }
