@@ -332,10 +332,23 @@ int cmd_profile(const std::string& folder, const std::string& worker_targets, co
   return ok == static_cast<int>(targets.size()) ? 0 : 1;
 }
 
+// The plan as JSON, one entry per (problem, candidate): what a shard would run, without a GPU.
+void print_plan_json(const SweepSpec& spec, const DeviceInfo& dev, const Shard& shard, const SweepPlan& plan) {
+  json out = {{"spec", spec.name}, {"device", dev.name}, {"strategy", spec.strategy}, {"shard", shard.to_json()},
+              {"candidates", json::array()}};
+  for (const auto& c : plan.candidates) {
+    json e = {{"problem", c.problem.key()}, {"candidate", candidate_name(c.variant->name(), c.config)},
+              {"status", c.status.ok ? "runnable" : "skipped"}};
+    if (!c.status.ok) e["reason"] = c.status.reason;
+    out["candidates"].push_back(e);
+  }
+  std::cout << out.dump(1) << "\n";
+}
+
 struct SweepFlags {
   bool dry_run = false, hot = false, in_process = false, quiet = false, no_ceilings = false, plot = false,
-       profile_best = false;
-  std::string resume, results = "results", worker_for;
+       profile_best = false, as_json = false;
+  std::string resume, results = "results", worker_for, shard;
   uint64_t seed = 0;
 };
 
@@ -350,11 +363,16 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
   opt.quiet = f.quiet;
   opt.ceilings = !f.no_ceilings;
   opt.spec_path = spec_path;
+  if (!f.shard.empty()) opt.shard = Shard::parse(f.shard, "--shard");
   if (!f.worker_for.empty()) return run_sweep_worker(spec, f.worker_for, opt, argv, std::cerr);
   const bool dry_run = f.dry_run;
   if (dry_run) {
     const DeviceInfo dev = DeviceInfo::count() > 0 ? DeviceInfo::query(0) : DeviceInfo::offline_sm90();
-    const SweepPlan plan = make_plan(spec, dev);
+    const SweepPlan plan = shard_plan(make_plan(spec, dev), opt.shard, shard_by_problem(spec.strategy));
+    if (f.as_json) {
+      print_plan_json(spec, dev, opt.shard, plan);
+      return 0;
+    }
     std::cout << "plan for " << spec.name << " on " << dev.name << ": " << spec.problems.size() << " problems, "
               << plan.runnable() << " runnable candidates, " << plan.candidates.size() - plan.runnable()
               << " skipped\n";
@@ -449,6 +467,8 @@ int main(int argc, char** argv) {
   sweep->add_flag("--quiet", sf.quiet, "no progress lines");
   sweep->add_flag("--plot", sf.plot, "draw the plots and the report at the end (python3 + matplotlib)");
   sweep->add_flag("--no-ceilings", sf.no_ceilings, "do not measure the ceilings (no roofline figures)");
+  sweep->add_option("--shard", sf.shard, "run only part i of n of the spec's work (i/n, 0 <= i < n); join with merge");
+  sweep->add_flag("--json", sf.as_json, "with --dry-run: the plan as JSON");
   sweep->add_flag("--profile-best", sf.profile_best, "at the end, profile each problem's winner under Nsight Compute");
   sweep->add_option("--worker-for", sf.worker_for, "internal: run as the supervised worker of this run folder");
 
@@ -480,6 +500,12 @@ int main(int argc, char** argv) {
   profile->add_option("--device", popt.device, "GPU index")->check(CLI::NonNegativeNumber);
   profile->add_flag("--quiet", popt.quiet, "no progress lines");
   profile->add_option("--worker", worker_targets, "internal: the process ncu runs")->group("");
+
+  std::vector<std::string> merge_runs_in;
+  std::string merge_out;
+  auto* merge = app.add_subcommand("merge", "join the run folders of a sharded sweep into one run");
+  merge->add_option("runs", merge_runs_in, "shard run folders")->required();
+  merge->add_option("-o,--output", merge_out, "the merged run folder (must not hold a run)")->required();
 
   auto* exp = app.add_subcommand("export", "write dispatch.json and the C++ header convtune_dispatch.h into a run folder");
   exp->add_option("folder", folder, "run folder")->required();
@@ -529,6 +555,12 @@ int main(int argc, char** argv) {
     }
     if (*replay) return cmd_replay(folder, strategies, trials, budget, as_json);
     if (*profile) return cmd_profile(folder, worker_targets, psel, popt);
+    if (*merge) {
+      std::vector<std::filesystem::path> runs(merge_runs_in.begin(), merge_runs_in.end());
+      const json summary = merge_runs(runs, merge_out, args, std::cerr);
+      const json m = summary["merge"];
+      return m["gaps"].get<size_t>() == 0 && m["missing_shards"].empty() ? 0 : 1;
+    }
   } catch (const InputError& e) {
     std::cerr << "convtune: " << e.what() << "\n";
     return kExitInputError;

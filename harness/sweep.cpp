@@ -189,6 +189,7 @@ RunFolder open_run_folder(const SweepSpec& spec, const std::filesystem::path& fo
     if (options.ceilings) run.ceilings = measure_ceilings(dev);
     run.summary = make_summary(spec, dev, run.ceilings, argv);
     run.summary["finished"] = nullptr;
+    if (options.shard.active()) run.summary["shard"] = options.shard.to_json();
     if (!options.quiet)
       log << dev.name << " (" << dev.arch() << ", " << dev.sms << " SMs, L2 " << dev.l2_bytes / (1 << 20)
           << " MiB): copy " << std::fixed << std::setprecision(0) << run.ceilings.copy_gbps << " GB/s, FP32 "
@@ -405,8 +406,11 @@ int run_sweep_worker(const SweepSpec& spec, const std::filesystem::path& folder,
                      const std::vector<std::string>& argv, std::ostream& log) {
   require_gpu("convtune sweep");
   const DeviceInfo dev = DeviceInfo::query(0);
-  const SweepPlan plan = make_plan(spec, dev);
-  const RunFolder run = open_run_folder(spec, folder, dev, options, argv, log);
+  SweepOptions own = options;
+  if (std::filesystem::exists(folder / "summary.json"))
+    own.shard = Shard::from_json(read_json(folder / "summary.json").value("shard", json()));
+  const SweepPlan plan = shard_plan(make_plan(spec, dev), own.shard, shard_by_problem(spec.strategy));
+  const RunFolder run = open_run_folder(spec, folder, dev, own, argv, log);
   JitCache jit(options.jit_cache.empty() ? JitCache::default_dir() : options.jit_cache, dev.arch());
   precompile(plan, jit, options.compile_threads, log, options.quiet);
 
@@ -459,10 +463,16 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const 
     // The whole sweep stopped (killed, machine lost) while a candidate ran: nothing says the candidate
     // was at fault, so it runs again.
     std::filesystem::remove(inflight_path(result.folder));
+    const Shard recorded = Shard::from_json(read_json(result.folder / "summary.json").value("shard", json()));
+    if (options.shard.active() && options.shard.text() != recorded.text())
+      throw InputError("--shard: " + result.folder.string() + " is shard " + recorded.text() + ", not " +
+                       options.shard.text() + "; a resumed run keeps its shard (leave --shard out)");
   } else {
     const DeviceInfo dev = DeviceInfo::query(0);
     make_plan(spec, dev);  // bad shapes fail here, before a folder exists
-    result.folder = options.results_root / dev.slug() / (spec.name + "-" + timestamp_compact());
+    const std::string shard =
+        options.shard.active() ? "-shard" + std::to_string(options.shard.index) + "of" + std::to_string(options.shard.count) : "";
+    result.folder = options.results_root / dev.slug() / (spec.name + shard + "-" + timestamp_compact());
     std::filesystem::create_directories(result.folder);
   }
   if (!options.quiet) log << "run folder: " << result.folder.string() << "\n";
@@ -478,6 +488,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& options, const 
     if (!spec.measure.cold) worker_args.push_back("--hot");
     if (options.quiet) worker_args.push_back("--quiet");
     if (!options.ceilings) worker_args.push_back("--no-ceilings");
+    if (options.shard.active()) worker_args.insert(worker_args.end(), {"--shard", options.shard.text()});
     // Ctrl-C reaches the worker through the terminal's process group: it stops after its candidate.
     g_stop_signal = 0;
     auto old_int = std::signal(SIGINT, on_stop_signal);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/device.h"
+#include "harness/shard.h"
 #include "harness/spec.h"
 
 namespace convtune {
@@ -40,6 +41,7 @@ struct SweepOptions {
   uint64_t seed = 0;                     // 0: from the clock
   bool quiet = false;
   bool ceilings = true;  // measure copy bandwidth and FP32 rate (off: no roofline figures, e.g. under a sanitizer)
+  Shard shard;           // this job's part of the spec's work (--shard i/n); a resumed run keeps its own
 };
 
 struct SweepResult {

@@ -1,0 +1,45 @@
+// Sharding and merging sweeps: n independent jobs (one GPU each, on any machines) cover a spec's work
+// exactly once, and their run folders join into one run.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace convtune {
+
+using json = nlohmann::json;
+struct SweepPlan;
+
+struct Shard {
+  int index = 0, count = 1;
+  bool active() const { return count > 1; }
+  std::string text() const { return std::to_string(index) + "/" + std::to_string(count); }
+  json to_json() const;
+  static Shard from_json(const json& j);
+  // "i/n" with 0 <= i < n; throws InputError naming `where` and the allowed form.
+  static Shard parse(const std::string& text, const std::string& where);
+};
+
+// FNV-1a of the bytes: the same on every machine and compiler (std::hash is not).
+uint64_t stable_hash(const std::string& text);
+
+// What a shard owns: each (problem, candidate) for exhaustive search; whole problems for the search
+// strategies, which adapt to what they measured of that problem.
+bool shard_by_problem(const std::string& strategy);
+std::string shard_key(const std::string& problem_key, const std::string& candidate, bool by_problem);
+bool owns(const Shard& shard, const std::string& key);
+
+// The plan's candidates that `shard` owns (skipped ones too: each is recorded exactly once).
+SweepPlan shard_plan(const SweepPlan& plan, const Shard& shard, bool by_problem);
+
+// Joins shard run folders into `out`: refuses shards of different schema, spec, GPU model or shard
+// count, or the same shard twice (InputError naming the field); reports duplicate records and the
+// plan's candidates no shard recorded. Returns the merged summary.
+json merge_runs(const std::vector<std::filesystem::path>& runs, const std::filesystem::path& out,
+                const std::vector<std::string>& argv, std::ostream& log);
+
+}  // namespace convtune
