@@ -1,6 +1,7 @@
 // The convtune command line: devices, list, run, sweep, best.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sys/wait.h>
@@ -8,12 +9,14 @@
 #include <iostream>
 #include <map>
 #include <cctype>
+#include <set>
 #include <sstream>
 
 #include "harness/device.h"
 #include "harness/dispatch.h"
 #include "harness/error.h"
 #include "harness/family.h"
+#include "harness/fleet.h"
 #include "harness/profile.h"
 #include "harness/records.h"
 #include "harness/replay.h"
@@ -138,13 +141,24 @@ int cmd_run(const std::string& variant, const std::string& problem_text, const s
   for (const auto& prm : space.params())
     if (!cfg.contains(prm.name)) cfg[prm.name] = prm.values.front();
   space.check_config(cfg, "--config");
+  // An integer off the space's grid is allowed on purpose (exploring by hand), but said and marked.
+  json off_grid = json::array();
+  for (const auto& prm : space.params())
+    if (std::find(prm.values.begin(), prm.values.end(), cfg[prm.name]) == prm.values.end()) {
+      off_grid.push_back(prm.name);
+      std::string vals;
+      for (const auto& v : prm.values) vals += (vals.empty() ? "" : ", ") + v.dump();
+      std::cerr << "note: --config " << prm.name << "=" << cfg[prm.name].dump() << " is outside " << variant
+                << "'s space (" << vals << "); measured as asked, marked off_grid in the record\n";
+    }
   MeasureOptions mo;
   mo.cold = !hot;
   mo.time_cap_s = time_cap;
   JitCache jit(JitCache::default_dir(), dev.arch());
   const Ceilings ceilings = measure_ceilings(dev);
   Runner runner(dev, ceilings, mo, jit, static_cast<uint64_t>(std::time(nullptr)));
-  const json rec = runner.run(v, p, cfg);
+  json rec = runner.run(v, p, cfg);
+  if (!off_grid.empty()) rec["off_grid"] = off_grid;
   std::cout << rec.dump(2) << "\n";
   return rec["status"] == status::ok ? 0 : 1;
 }
@@ -176,6 +190,20 @@ void print_profile_notes(const json& rec, const json& profile) {
   if (metrics.contains("achieved_occupancy_pct"))
     std::cout << "; occupancy " << fixed(metrics["achieved_occupancy_pct"].get<double>(), 0) << "%";
   std::cout << "\n";
+}
+
+// " [3 of 8 configs]" when a spec measured only part of a library variant's space for this problem: a
+// speed-up over the algorithms measured is not one over the library's best.
+std::string measured_share(const std::vector<json>& records, const json& lib) {
+  const Variant* v = Registry::instance().find(lib["variant"].get<std::string>());
+  if (!v) return "";
+  std::set<std::string> seen;
+  for (const auto& r : records)
+    if (r.value("problem_key", "") == lib["problem_key"] && r.value("variant", "") == lib["variant"])
+      seen.insert(r.value("candidate", ""));
+  const Problem p = Problem::from_json(lib["problem"], "record");
+  const size_t total = v->space(p, DeviceInfo::offline_sm90()).enumerate().size();
+  return seen.size() < total ? " [" + std::to_string(seen.size()) + " of " + std::to_string(total) + " configs]" : "";
 }
 
 int cmd_best(const std::string& folder, bool as_json) {
@@ -219,8 +247,8 @@ int cmd_best(const std::string& folder, bool as_json) {
     for (const auto& [variant, rec] : c.best_per_variant) {
       if (!rec.value("library", false)) continue;
       const double lib_ms = rec["time"]["median_ms"].get<double>();
-      libs += (libs.empty() ? "" : ", ") + variant.substr(variant.find('.') + 1) + " " + fixed(lib_ms / ms, 2) + "x (" +
-              short_ms(rec) + ")";
+      libs += (libs.empty() ? "" : ", ") + variant.substr(variant.find('.') + 1) + measured_share(read.records, rec) + " " +
+              fixed(lib_ms / ms, 2) + "x (" + short_ms(rec) + ")";
       const auto pick = c.library_pick.find(variant);
       if (pick != c.library_pick.end() && pick->second["candidate"] != rec["candidate"])
         libs += " pick " + fixed(pick->second["time"]["median_ms"].get<double>() / ms, 2) + "x (" + short_ms(pick->second) + ")";
@@ -397,6 +425,7 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
               << " min of measurement, plus kernel compilation (cached after the first run)\n";
     return 0;
   }
+  if (f.profile_best) require_ncu("");  // before the sweep, not after it
   const SweepResult r = run_sweep(spec, opt, argv, std::cerr);
   std::cerr << "records: " << (r.folder / "records.jsonl").string() << "  counts: " << r.counts.dump() << "\n";
   if (r.context_lost) return 1;
@@ -405,7 +434,7 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
   export_run(r.folder);
   std::cerr << "dispatch table: " << (r.folder / "dispatch.json").string() << " and "
             << (r.folder / "convtune_dispatch.h").string() << "\n";
-  if (f.profile_best) {
+  if (f.profile_best && !r.interrupted) {
     ProfileSelection winners;
     winners.libraries = false;
     const auto records = read_records(r.folder / "records.jsonl").records;
@@ -507,8 +536,12 @@ int main(int argc, char** argv) {
   merge->add_option("runs", merge_runs_in, "shard run folders")->required();
   merge->add_option("-o,--output", merge_out, "the merged run folder (must not hold a run)")->required();
 
-  auto* exp = app.add_subcommand("export", "write dispatch.json and the C++ header convtune_dispatch.h into a run folder");
-  exp->add_option("folder", folder, "run folder")->required();
+  std::vector<std::string> export_runs;
+  std::string export_out;
+  auto* exp = app.add_subcommand("export", "write dispatch.json and the C++ header convtune_dispatch.h into a run folder; "
+                                           "with several runs (one per GPU model) and -o, one fleet table");
+  exp->add_option("runs", export_runs, "run folder(s)")->required();
+  exp->add_option("-o,--output", export_out, "where a fleet table goes (several runs)");
 
   std::string strategies;
   int trials = 50;
@@ -548,9 +581,13 @@ int main(int argc, char** argv) {
       return WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
     }
     if (*exp) {
-      export_run(folder);
-      std::cout << (std::filesystem::path(folder) / "dispatch.json").string() << "\n"
-                << (std::filesystem::path(folder) / "convtune_dispatch.h").string() << "\n";
+      const bool fleet = export_runs.size() > 1 || !export_out.empty();
+      if (fleet && export_out.empty()) throw InputError("export: several runs make a fleet table: give -o <folder>");
+      std::vector<std::filesystem::path> runs(export_runs.begin(), export_runs.end());
+      if (fleet) export_fleet(runs, export_out);
+      else export_run(runs.front());
+      const std::filesystem::path where = fleet ? std::filesystem::path(export_out) : runs.front();
+      std::cout << (where / "dispatch.json").string() << "\n" << (where / "convtune_dispatch.h").string() << "\n";
       return 0;
     }
     if (*replay) return cmd_replay(folder, strategies, trials, budget, as_json);

@@ -23,6 +23,9 @@ json make_dispatch(const json& summary, const std::vector<json>& records);
 // A C++17 header with no dependencies beyond the standard library: namespace convtune_dispatch
 // with kEntries, kDefaults and select() implementing the same rules as lookup().
 std::string make_header(const json& dispatch);
+// The same for a fleet table (harness/fleet.h): one namespace per GPU model's table, and
+// select(device_name, compute_capability, family, dims, n) that picks the table as pick_table() does.
+std::string make_fleet_header(const json& fleet);
 
 // The records in the open T4 autotuning results format (schema_version 1.0.0, as Kernel Tuner writes
 // it), for tools that read it: configuration = variant + problem dims + config; times in milliseconds;

@@ -35,6 +35,9 @@ class Runner {
   // The record's fields that do not need a GPU (problem, candidate, cost model, status skipped...).
   static json skeleton(const Variant& v, const Problem& p, const Config& c, const Ceilings& ceilings);
 
+  // Off: no clock readings and no re-measure, so a candidate's samples are timed exactly once (the profile
+  // worker, whose one timed range is what Nsight Compute collects).
+  void guard_clocks(bool on) { guard_clocks_ = on; }
   const DeviceInfo& device() const { return dev_; }
   const Ceilings& ceilings() const { return ceilings_; }
 
@@ -53,6 +56,7 @@ class Runner {
   Timer timer_;
   GpuClocks clocks_;
   unsigned max_sm_mhz_ = 0;  // the highest SM clock seen after an unthrottled candidate
+  bool guard_clocks_ = true;
   std::unique_ptr<ProblemBuffers> buffers_;
 };
 

@@ -126,6 +126,21 @@ void append_lines(const fs::path& from, RecordWriter& to, std::set<std::string>&
   }
 }
 
+// Every profile line of every shard (profiles.jsonl's readers take the last line of a candidate), and the
+// Nsight Compute reports they point to, under the same relative paths.
+void merge_profiles(const std::vector<ShardRun>& shards, const fs::path& out) {
+  bool any = false;
+  for (const auto& s : shards) any = any || fs::exists(s.folder / "profiles.jsonl");
+  if (!any) return;
+  RecordWriter profiles(out / "profiles.jsonl");
+  for (const auto& s : shards) {
+    if (!fs::exists(s.folder / "profiles.jsonl")) continue;
+    for (const auto& p : read_records(s.folder / "profiles.jsonl").records) profiles.append(p);
+    if (fs::is_directory(s.folder / "profiles"))
+      fs::copy(s.folder / "profiles", out / "profiles", fs::copy_options::recursive | fs::copy_options::skip_existing);
+  }
+}
+
 }  // namespace
 
 json merge_runs(const std::vector<fs::path>& runs, const fs::path& out, const std::vector<std::string>& argv,
@@ -136,28 +151,25 @@ json merge_runs(const std::vector<fs::path>& runs, const fs::path& out, const st
   for (const auto& f : runs) shards.push_back(open_shard(f));
   for (size_t i = 1; i < shards.size(); ++i)
     for (size_t j = 0; j < i; ++j) check_compatible(shards[j], shards[i]);
+  // Everything that can refuse runs before anything is written: a failed merge leaves no folder behind.
+  json summary = shards.front().summary, provenance = json::array();
+  bool by_problem = false;
+  const std::set<std::string> planned = planned_keys(summary, by_problem);
   fs::create_directories(out);
-  std::set<std::string> seen, seen_profiles;
-  std::vector<std::string> duplicates, unused;
+  std::set<std::string> seen;
+  std::vector<std::string> duplicates;
   {
     RecordWriter records(out / "records.jsonl");
     for (const auto& s : shards) append_lines(s.folder / "records.jsonl", records, seen, duplicates);
   }
-  if (std::any_of(shards.begin(), shards.end(), [](const ShardRun& s) { return fs::exists(s.folder / "profiles.jsonl"); })) {
-    RecordWriter profiles(out / "profiles.jsonl");
-    for (const auto& s : shards)
-      if (fs::exists(s.folder / "profiles.jsonl")) append_lines(s.folder / "profiles.jsonl", profiles, seen_profiles, unused);
-  }
+  merge_profiles(shards, out);
   std::set<int> indices;
-  json summary = shards.front().summary, provenance = json::array();
   for (const auto& s : shards) {
     indices.insert(s.shard.index);
     provenance.push_back({{"folder", s.folder.string()}, {"shard", s.shard.to_json()}, {"git_sha", s.summary.value("git_sha", "")},
                           {"started", s.summary.value("started", json())}, {"finished", s.summary.value("finished", json())},
                           {"counts", s.summary.value("counts", json())}, {"argv", s.summary.value("argv", json())}});
   }
-  bool by_problem = false;
-  const std::set<std::string> planned = planned_keys(summary, by_problem);
   std::set<std::string> covered;
   for (const auto& key : seen) covered.insert(by_problem ? key.substr(0, key.find(' ')) : key);
   std::vector<std::string> gaps;

@@ -7,6 +7,7 @@
 
 #include "harness/device.h"
 #include "harness/dispatch.h"
+#include "harness/fleet.h"
 #include "harness/error.h"
 #include "harness/family.h"
 #include "harness/jit.h"
@@ -49,7 +50,7 @@ const convtune::Variant* simplest_variant(const std::string& family) {
 struct Convolution::Impl {
   convtune::Problem problem;
   std::vector<Operand> operands;
-  std::string candidate, rule;
+  std::string candidate, rule, table;
   std::unique_ptr<convtune::JitCache> jit;  // declared before plan: outlives it
   std::unique_ptr<convtune::Plan> plan;
   bool bound = false;
@@ -71,14 +72,17 @@ Convolution::Convolution(const std::string& dispatch_json_path, const std::strin
     for (const convtune::Operand& o : m.problem.operands()) m.operands.push_back({o.name, o.elements});
 
     const json dispatch = convtune::read_json(dispatch_json_path);
-    const convtune::Lookup pick = convtune::lookup(dispatch, m.problem);
-
     int ordinal = 0;
     if (convtune::DeviceInfo::count() == 0 || cudaGetDevice(&ordinal) != cudaSuccess) {
       cudaGetLastError();
       throw std::runtime_error("no usable CUDA device");
     }
     const convtune::DeviceInfo dev = convtune::DeviceInfo::query(ordinal);
+    // A fleet table: the table of this GPU's model, else of its architecture, else the defaults.
+    const convtune::DeviceLookup on_device = convtune::lookup_on_device(
+        dispatch, dev.name, std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor), m.problem);
+    const convtune::Lookup& pick = on_device.lookup;
+    m.table = on_device.table_rule + (on_device.table_device.empty() ? "" : " (" + on_device.table_device + ")");
     m.jit = std::make_unique<convtune::JitCache>(convtune::JitCache::default_dir(), dev.arch());
 
     // In order: the table's choice, the family's default in the table, the family's simplest kernel.
@@ -145,6 +149,7 @@ const std::map<std::string, int64_t>& Convolution::dims() const { return impl_->
 const std::vector<Operand>& Convolution::operands() const { return impl_->operands; }
 const std::string& Convolution::candidate() const { return impl_->candidate; }
 const std::string& Convolution::rule() const { return impl_->rule; }
+const std::string& Convolution::table() const { return impl_->table; }
 
 void Convolution::bind(const std::vector<const float*>& inputs, float* output, cudaStream_t s) {
   Impl& m = *impl_;

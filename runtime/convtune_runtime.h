@@ -41,6 +41,9 @@ class Convolution {
   // "exact" | "nearest" | "default" (the table's choice by that rule), "default" also when the choice
   // could not run and the table's default did, "simplest" when only the family's simplest variant could.
   const std::string& rule() const;
+  // Which table of the file was used: "single table (<GPU>)", or for a fleet table "exact model (<GPU>)",
+  // "same architecture (<GPU it was measured on>)" or "default (...)" (no table of this architecture).
+  const std::string& table() const;
 
   // Binds every operand: `inputs` in operands() order without the output, then the output; each a
   // device array of operands()[i].elements floats. Weight preparation happens here (a filter copied to

@@ -454,6 +454,13 @@ def best_map(run: Run, family: str) -> Optional[Figure]:
     if not cells:
         run.warn(f"best_map_{family}: no ok record with the dimensions to place it; plot skipped")
         return None
+    # Cells whose problem has records but none ok (all failed or skipped), as opposed to never measured.
+    tried = set()
+    for r in recs:
+        d = dims_of(r)
+        y = shape.value(d)
+        if y is not None:
+            tried.add((shape.group(d)[0], y))
     gks = sorted(glabels)
     ys = sorted({y for _, y in cells})
     colors = _colors(run, family)
@@ -481,7 +488,8 @@ def best_map(run: Run, family: str) -> Optional[Figure]:
     for yi, y in enumerate(ys):
         for xi, gk in enumerate(gks):
             if (gk, y) not in cells:
-                ax.text(xi, yi, "no ok\nrecord", ha="center", va="center", fontsize=7, color="0.5")
+                text = "no ok\nrecord" if (gk, y) in tried else "not\nmeasured"
+                ax.text(xi, yi, text, ha="center", va="center", fontsize=7, color="0.5")
     ax.set_xticks(range(len(gks)))
     ax.set_xticklabels([glabels[g] for g in gks], rotation=0 if len(gks) < 6 else 30,
                        ha="center" if len(gks) < 6 else "right")

@@ -61,7 +61,7 @@ export SLURM_CONF=$conf
 slurmctld -f "$conf"
 slurmd -f "$conf"
 for _ in $(seq 60); do
-  state=$(sinfo -h -o %T 2>/dev/null | head -1)
+  state=$(sinfo -h -o %T 2>/dev/null | head -1 || true)
   [ "$state" = idle ] && break
   sleep 1
 done
@@ -69,9 +69,12 @@ done
 dry=1
 [ "${GPU:-0}" = 1 ] && dry=0
 results=$work/results
-jid=$(sbatch --parsable --array=0-$((shards - 1)) --chdir="$root_dir" --output="$work/sweep-%a.out" \
+# On a GPU one shard at a time (%1): the test cluster has no GPU scheduling, and shards must not share it.
+throttle=
+[ "$dry" = 0 ] && throttle=%1
+jid=$(sbatch --parsable --array=0-$((shards - 1))$throttle --chdir="$root_dir" --output="$work/sweep-%a.out" \
   --export=ALL,CONVTUNE_DRY_RUN=$dry,CONVTUNE_RESULTS=$results scripts/slurm/sweep.sbatch "$spec")
-mid=$(sbatch --parsable --dependency=afterok:"$jid" --chdir="$root_dir" --output="$work/merge.out" \
+mid=$(sbatch --parsable --dependency=afterok:"$jid" --kill-on-invalid-dep=yes --chdir="$root_dir" --output="$work/merge.out" \
   --export=ALL,CONVTUNE_DRY_RUN=$dry,CONVTUNE_RESULTS=$results scripts/slurm/merge.sbatch "$spec" "$jid")
 for _ in $(seq "${TIMEOUT_S:-600}"); do
   [ -z "$(squeue -h -j "$jid,$mid" 2>/dev/null)" ] && break
@@ -81,5 +84,6 @@ cat "$work/merge.out" 2>/dev/null || true
 if [ "$dry" = 1 ]; then
   python3 -c "import json,sys; r=json.load(open('$results/plans/merged.json')); print('slurm test:', r); sys.exit(0 if r['ok'] and r['shards']==$shards else 1)"
 else
-  [ -f "$results/merged/dispatch.json" ] && echo "slurm test: merged run and dispatch table in $results/merged"
+  [ -f "$results/merged/dispatch.json" ] || { echo "slurm test: no merged dispatch table (see $work/*.out)"; exit 1; }
+  echo "slurm test: merged run and dispatch table in $results/merged"
 fi

@@ -485,3 +485,23 @@ def test_every_plot_from_a_real_run(tmp_path):
         assert (tmp_path / n).stat().st_size > 5000, n
     html = (tmp_path / "report.html").read_text()
     assert "NVIDIA H100" in html and "conv2d.register_tiled" in html
+
+
+def test_best_map_tells_not_measured_from_no_ok_record(tmp_path):
+    """A cell whose problem has only failed records says "no ok record"; a cell no record reaches says
+    "not measured"."""
+    d = copy_fixture(tmp_path)
+    recs = []
+    for line in read_lines(d):
+        try:
+            recs.append(json.loads(line))
+        except ValueError:
+            pass  # the fixture's deliberately torn line
+    failed = [dict(r, status="wrong_result") for r in recs if r.get("problem_key") == "conv2d/h=4096,r=7,w=4096"]
+    kept = [r for r in recs if r.get("problem_key") not in ("conv2d/h=4096,r=7,w=4096", "conv2d/h=1024,r=3,w=1024")]
+    with open(os.path.join(d, "records.jsonl"), "w") as f:
+        for r in kept + failed:
+            f.write(json.dumps(r) + "\n")
+    texts = [t.get_text() for t in figures.best_map(load_run(d), "conv2d").axes[0].texts]
+    assert texts.count("no ok\nrecord") == 1, texts
+    assert texts.count("not\nmeasured") == 1, texts

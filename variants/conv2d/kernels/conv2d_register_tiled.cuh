@@ -37,7 +37,7 @@ __device__ __forceinline__ void load_window(const float* src, float (&win)[WIN])
 #define VEC_COLS ((PITCH + SKEW + 3) / 4)
 __device__ __forceinline__ void load_tile_vec4(const float* __restrict__ in, float* tile, int x0, int y0, int h, int w,
                                                int tid) {
-  const int xa = x0 - SKEW;  // a multiple of 4: x0 + RADIUS = blockIdx.x * TX is one
+  const int xa = x0 - SKEW;  // a multiple of 4: x0 + RADIUS = blockIdx.x * TX is one (TX % 4 == 0)
 #pragma unroll 2
   for (int idx = tid; idx < IN_Y * VEC_COLS; idx += BLOCK_X * BLOCK_Y) {
     const int r = idx / VEC_COLS;
@@ -70,7 +70,7 @@ conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __
   const int x0 = blockIdx.x * TX - RADIUS;
   const int y0 = blockIdx.y * TY - RADIUS;
   const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
-  if (w % 4 == 0 && reinterpret_cast<unsigned long long>(in) % 16 == 0) {
+  if (TX % 4 == 0 && w % 4 == 0 && reinterpret_cast<unsigned long long>(in) % 16 == 0) {
     load_tile_vec4(in, tile, x0, y0, h, w, tid);
   } else {
 #pragma unroll 4

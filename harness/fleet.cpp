@@ -1,0 +1,84 @@
+#include "harness/fleet.h"
+
+#include <fstream>
+#include <iostream>
+
+#include "harness/error.h"
+#include "harness/records.h"
+#include "harness/sweep.h"
+
+namespace convtune {
+
+namespace fs = std::filesystem;
+
+bool is_fleet(const json& dispatch) { return dispatch.is_object() && dispatch.value("fleet", false); }
+
+static std::string device_field(const json& table, const char* key) {
+  const json dev = table.value("device", json::object());
+  return dev.is_object() ? dev.value(key, std::string()) : std::string();
+}
+
+json make_fleet(const std::vector<json>& tables) {
+  if (tables.empty()) throw InputError("export: no tables for a fleet");
+  for (size_t i = 0; i < tables.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (device_field(tables[i], "name") == device_field(tables[j], "name"))
+        throw InputError("export: two runs of " + device_field(tables[i], "name") + " (" +
+                         tables[j].value("source", json::object()).value("run", std::string("?")) + " and " +
+                         tables[i].value("source", json::object()).value("run", std::string("?")) +
+                         ") in device.name; a fleet table takes one run per GPU model");
+  return {{"schema", kDispatchSchema},
+          {"fleet", true},
+          {"rules", {"the exact model (device.name)", "a model of the same architecture (device.compute_capability)",
+                     "the family's safe default of the first table"}},
+          {"tables", tables}};
+}
+
+TablePick pick_table(const json& fleet, const std::string& device_name, const std::string& compute_capability) {
+  const json& tables = fleet.at("tables");
+  for (const auto& t : tables)
+    if (device_field(t, "name") == device_name) return {t, "exact model"};
+  for (const auto& t : tables)
+    if (!compute_capability.empty() && device_field(t, "compute_capability") == compute_capability)
+      return {t, "same architecture"};
+  json defaults_only = tables.at(0);
+  defaults_only["entries"] = json::array();
+  return {defaults_only, "default"};
+}
+
+DeviceLookup lookup_on_device(const json& dispatch, const std::string& device_name,
+                              const std::string& compute_capability, const Problem& p) {
+  if (!is_fleet(dispatch)) return {lookup(dispatch, p), "single table", device_field(dispatch, "name")};
+  const TablePick pick = pick_table(dispatch, device_name, compute_capability);
+  return {lookup(pick.table, p), pick.rule, device_field(pick.table, "name")};
+}
+
+void export_fleet(const std::vector<fs::path>& runs, const fs::path& out) {
+  std::vector<json> tables;
+  for (const auto& run : runs) {
+    if (!fs::is_directory(run)) throw InputError("export: " + run.string() + ": not a run folder (no such directory)");
+    const json summary = read_json(run / "summary.json");
+    const ReadResult rr = read_records(run / "records.jsonl");
+    for (const auto& p : rr.problems) std::cerr << "warning: skipped an unreadable record: " << p << "\n";
+    json table;
+    try {
+      table = make_dispatch(summary, rr.records);
+    } catch (const InputError& e) {
+      throw InputError((run / "records.jsonl").string() + ": " + e.what());
+    }
+    table["source"] = {{"run", run.string()}, {"started", summary.value("started", json())}};
+    tables.push_back(std::move(table));
+  }
+  const json fleet = make_fleet(tables);
+  fs::create_directories(out);
+  write_json_atomically(out / "dispatch.json", fleet);
+  const fs::path header = out / "convtune_dispatch.h", tmp = out / "convtune_dispatch.h.tmp";
+  {
+    std::ofstream o(tmp);
+    if (!o) throw std::runtime_error("cannot write " + tmp.string());
+    o << make_fleet_header(fleet);
+  }
+  fs::rename(tmp, header);
+}
+
+}  // namespace convtune

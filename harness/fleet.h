@@ -1,0 +1,41 @@
+// A dispatch table for a fleet of GPU models: the tables of runs on different models in one
+// dispatch.json and one header, and the rule that picks the table of the GPU a program runs on: the
+// exact model, else a model of the same architecture (compute capability), else no measured table
+// applies and the family's safe default is used. Format: docs/DISPATCH.md.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/dispatch.h"
+
+namespace convtune {
+
+using json = nlohmann::json;
+
+bool is_fleet(const json& dispatch);
+
+// tables: make_dispatch() outputs, one per GPU model (InputError naming device.name when a model comes
+// twice). Each keeps its device block and provenance.
+json make_fleet(const std::vector<json>& tables);
+
+struct TablePick {
+  json table;        // for "default": the first table with its entries removed (defaults only)
+  std::string rule;  // "exact model" | "same architecture" | "default"
+};
+TablePick pick_table(const json& fleet, const std::string& device_name, const std::string& compute_capability);
+
+// lookup() on the table the device gets: a single-device table is used as it is ("single table").
+struct DeviceLookup {
+  Lookup lookup;
+  std::string table_rule, table_device;
+};
+DeviceLookup lookup_on_device(const json& dispatch, const std::string& device_name,
+                              const std::string& compute_capability, const Problem& p);
+
+// `convtune export <run> <run>... -o <folder>`: dispatch.json (a fleet) and convtune_dispatch.h there.
+void export_fleet(const std::vector<std::filesystem::path>& runs, const std::filesystem::path& out);
+
+}  // namespace convtune

@@ -1,0 +1,125 @@
+// Fleet dispatch tables without a GPU: one table per GPU model, the table rule (exact model, same
+// architecture, default), the header's select() against lookup_on_device(), and export from shipped runs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/error.h"
+#include "harness/fleet.h"
+#include "harness/records.h"
+#include "harness/sweep.h"
+
+using namespace convtune;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kH100Run = fs::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-80gb-hbm3/conv2d-register-tiled-20261123-161324";
+
+// The table of a shipped run, relabelled as if measured on `name` (compute capability `cc`), with every
+// entry's candidate and time marked so that which table answered is visible.
+json table_as(const std::string& name, const std::string& cc, const std::string& mark) {
+  json t = make_dispatch(read_json(kH100Run / "summary.json"), read_records(kH100Run / "records.jsonl").records);
+  t["device"]["name"] = name;
+  t["device"]["compute_capability"] = cc;
+  for (auto& e : t["entries"]) e["candidate"] = e["candidate"].get<std::string>() + mark;
+  t["source"] = {{"run", "runs/" + name}};
+  return t;
+}
+
+json fleet() { return make_fleet({table_as("NVIDIA H100 80GB HBM3", "9.0", " #h100"), table_as("NVIDIA A100-SXM4-80GB", "8.0", " #a100")}); }
+
+Problem conv2d(int64_t h, int64_t r) { return Problem::from_json({{"family", "conv2d"}, {"h", h}, {"w", h}, {"r", r}}); }
+
+fs::path temp(const std::string& tag) {
+  const fs::path d = fs::temp_directory_path() / ("convtune-fleet-" + tag + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST(Fleet, PicksTheExactModelThenTheArchitectureThenTheDefaults) {
+  const json f = fleet();
+  const Problem p = conv2d(8192, 3);
+  const DeviceLookup h100 = lookup_on_device(f, "NVIDIA H100 80GB HBM3", "9.0", p);
+  EXPECT_EQ(h100.table_rule, "exact model");
+  EXPECT_EQ(h100.lookup.rule, "exact");
+  EXPECT_NE(h100.lookup.entry["candidate"].get<std::string>().find("#h100"), std::string::npos);
+  const DeviceLookup a100 = lookup_on_device(f, "NVIDIA A100-SXM4-80GB", "8.0", p);
+  EXPECT_NE(a100.lookup.entry["candidate"].get<std::string>().find("#a100"), std::string::npos);
+  const DeviceLookup h200 = lookup_on_device(f, "NVIDIA H200", "9.0", p);
+  EXPECT_EQ(h200.table_rule, "same architecture");
+  EXPECT_EQ(h200.table_device, "NVIDIA H100 80GB HBM3");
+  const DeviceLookup l4 = lookup_on_device(f, "NVIDIA L4", "8.9", p);
+  EXPECT_EQ(l4.table_rule, "default");
+  EXPECT_EQ(l4.lookup.rule, "default");
+  // A single-device table answers every GPU as it always did.
+  const json single = table_as("NVIDIA H100 80GB HBM3", "9.0", "");
+  EXPECT_EQ(lookup_on_device(single, "NVIDIA L4", "8.9", p).table_rule, "single table");
+  EXPECT_EQ(lookup_on_device(single, "NVIDIA L4", "8.9", p).lookup.rule, "exact");
+}
+
+TEST(Fleet, RefusesTwoRunsOfOneModelNamingTheField) {
+  try {
+    make_fleet({table_as("NVIDIA H100 80GB HBM3", "9.0", ""), table_as("NVIDIA H100 80GB HBM3", "9.0", "")});
+    FAIL() << "two tables of one model were accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("device.name"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("one run per GPU model"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Fleet, HeaderCompilesAloneAndAgreesWithLookupOnDevice) {
+  if (std::system("command -v c++ > /dev/null 2>&1") != 0) GTEST_SKIP() << "no c++ on PATH";
+  const fs::path dir = temp("header");
+  const json f = fleet();
+  std::ofstream(dir / "convtune_dispatch.h") << make_fleet_header(f);
+  const std::vector<std::pair<std::string, std::string>> gpus = {
+      {"NVIDIA H100 80GB HBM3", "9.0"}, {"NVIDIA A100-SXM4-80GB", "8.0"}, {"NVIDIA H200", "9.0"}, {"NVIDIA L4", "8.9"}};
+  const std::vector<std::pair<int, int>> shapes = {{8192, 3}, {8192, 15}, {3000, 6}, {2048, 1}};
+  std::string prog = "#include <cstdio>\n#include \"convtune_dispatch.h\"\nint main() {\n  using namespace convtune_dispatch;\n";
+  std::string expected;
+  for (const auto& [name, cc] : gpus)
+    for (const auto& [h, r] : shapes) {
+      prog += "  { const int64_t d[3] = {" + std::to_string(h) + ", " + std::to_string(h) + ", " + std::to_string(r) +
+              "}; const FleetChoice c = select(\"" + name + "\", \"" + cc + "\", \"conv2d\", d, 3);\n"
+              "    std::printf(\"%s|%s|%s\\n\", c.table_rule, c.choice.rule, c.choice.entry ? c.choice.entry->candidate : \"-\"); }\n";
+      const DeviceLookup l = lookup_on_device(f, name, cc, conv2d(h, r));
+      expected += l.table_rule + "|" + l.lookup.rule + "|" + l.lookup.entry["candidate"].get<std::string>() + "\n";
+    }
+  prog += "}\n";
+  std::ofstream(dir / "main.cpp") << prog;
+  const std::string d = dir.string();
+  ASSERT_EQ(std::system(("c++ -std=c++17 -Wall -Wextra -Werror -O1 -o " + d + "/prog " + d + "/main.cpp && " + d +
+                         "/prog > " + d + "/out.txt").c_str()),
+            0);
+  std::stringstream out;
+  out << std::ifstream(dir / "out.txt").rdbuf();
+  EXPECT_EQ(out.str(), expected);
+  fs::remove_all(dir);
+}
+
+TEST(Fleet, ExportsShippedRunsOfTwoModelsAndRefusesTheSameModelTwice) {
+  const fs::path dir = temp("export");
+  // The shipped H100 run, and the same records as an H200 run would have written them.
+  fs::create_directories(dir / "h200");
+  json summary = read_json(kH100Run / "summary.json");
+  summary["device"]["name"] = "NVIDIA H200";
+  write_json_atomically(dir / "h200/summary.json", summary);
+  fs::copy_file(kH100Run / "records.jsonl", dir / "h200/records.jsonl");
+  export_fleet({kH100Run, dir / "h200"}, dir / "fleet");
+  const json f = read_json(dir / "fleet/dispatch.json");
+  ASSERT_TRUE(is_fleet(f));
+  ASSERT_EQ(f["tables"].size(), 2u);
+  EXPECT_EQ(f["tables"][1]["device"]["name"], "NVIDIA H200");
+  EXPECT_EQ(f["tables"][0]["source"]["run"], kH100Run.string());
+  EXPECT_TRUE(fs::exists(dir / "fleet/convtune_dispatch.h"));
+  EXPECT_THROW(export_fleet({kH100Run, kH100Run}, dir / "twice"), InputError);
+  fs::remove_all(dir);
+}
