@@ -73,14 +73,14 @@ Convolution::Convolution(const std::string& dispatch_json_path, const std::strin
 
     const json dispatch = convtune::read_json(dispatch_json_path);
     int ordinal = 0;
-    if (convtune::DeviceInfo::count() == 0 || cudaGetDevice(&ordinal) != cudaSuccess) {
-      cudaGetLastError();
-      throw std::runtime_error("no usable CUDA device");
-    }
-    const convtune::DeviceInfo dev = convtune::DeviceInfo::query(ordinal);
-    // A fleet table: the table of this GPU's model, else of its architecture, else the defaults.
+    const bool have_gpu = convtune::DeviceInfo::count() > 0 && cudaGetDevice(&ordinal) == cudaSuccess;
+    if (!have_gpu) cudaGetLastError();
+    const convtune::DeviceInfo dev = have_gpu ? convtune::DeviceInfo::query(ordinal) : convtune::DeviceInfo{};
+    // A fleet table: the table of this GPU's model, else of its architecture, else the defaults. The
+    // table's own refusals (no entry for the family...) come before the missing GPU, as for one table.
     const convtune::DeviceLookup on_device = convtune::lookup_on_device(
-        dispatch, dev.name, std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor), m.problem);
+        dispatch, dev.name, have_gpu ? std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) : "", m.problem);
+    if (!have_gpu) throw std::runtime_error("no usable CUDA device");
     const convtune::Lookup& pick = on_device.lookup;
     m.table = on_device.table_rule + (on_device.table_device.empty() ? "" : " (" + on_device.table_device + ")");
     m.jit = std::make_unique<convtune::JitCache>(convtune::JitCache::default_dir(), dev.arch());
