@@ -528,6 +528,8 @@ int main(int argc, char** argv) {
   profile->add_option("--ncu", popt.ncu, "path of ncu (default: PATH, CUDA toolkit, /opt/nvidia/nsight-compute)");
   profile->add_option("--device", popt.device, "GPU index")->check(CLI::NonNegativeNumber);
   profile->add_flag("--quiet", popt.quiet, "no progress lines");
+  profile->add_option("--timeout", popt.timeout_s, "seconds one problem's ncu session may take (default 900)")
+      ->check(CLI::PositiveNumber);
   profile->add_option("--worker", worker_targets, "internal: the process ncu runs")->group("");
 
   std::vector<std::string> merge_runs_in;

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <thread>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -95,14 +98,18 @@ std::string find_ncu() {
 
 namespace {
 
-// Runs args[0] with its output (stdout and stderr) to `out`; returns its exit status (128 + signal).
-int run_process(const std::vector<std::string>& args, const fs::path& out) {
+constexpr int kTimedOut = 124;  // as timeout(1) says it
+
+// Runs args[0] with its output (stdout and stderr) to `out`; returns its exit status (128 + signal), or
+// kTimedOut after killing it and everything it started when it runs past timeout_s.
+int run_process(const std::vector<std::string>& args, const fs::path& out, double timeout_s) {
   std::vector<char*> cargs;
   for (const auto& a : args) cargs.push_back(const_cast<char*>(a.c_str()));
   cargs.push_back(nullptr);
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("cannot fork to run " + args[0]);
   if (pid == 0) {
+    setpgid(0, 0);  // its own process group: a timeout kills ncu and the worker it started
     const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, 1);
@@ -112,8 +119,19 @@ int run_process(const std::vector<std::string>& args, const fs::path& out) {
     std::perror(("cannot start " + args[0]).c_str());
     _exit(127);
   }
+  const auto start = std::chrono::steady_clock::now();
   int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    const pid_t r = waitpid(pid, &wstatus, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return 127;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s) {
+      kill(-pid, SIGKILL);
+      while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+      }
+      return kTimedOut;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
 }
@@ -150,7 +168,7 @@ void check_counters_permitted(const std::string& log) {
 }
 
 std::string ncu_version(const std::string& ncu, const fs::path& scratch) {
-  run_process({ncu, "--version"}, scratch);
+  run_process({ncu, "--version"}, scratch, 60);
   std::stringstream ss(read_text(scratch));
   std::string line, version;
   while (std::getline(ss, line))
@@ -235,16 +253,18 @@ void profile_group(const std::vector<ProfileTarget>& group, const std::string& n
   for (const auto& t : group)
     list.push_back({{"variant", t.record["variant"]}, {"problem", t.record["problem"]}, {"config", t.record["config"]}});
   std::ofstream(targets) << list.dump(1) << "\n";
-  const int rc = run_process(ncu_command(ncu, report, targets, o.device), dir / (base + ".log"));
+  const int rc = run_process(ncu_command(ncu, report, targets, o.device), dir / (base + ".log"), o.timeout_s);
   const std::string ncu_log = read_text(dir / (base + ".log"));
   check_counters_permitted(ncu_log);
   std::string failure;
   std::vector<NcuKernel> kernels;
-  if (!fs::exists(report)) {
+  if (rc == kTimedOut) {
+    failure = "ncu ran past " + std::to_string(int(o.timeout_s)) + " s (--timeout) and was killed";
+  } else if (!fs::exists(report)) {
     failure = "ncu exited with status " + std::to_string(rc) + " and wrote no report: " + ncu_errors(ncu_log);
   } else {
     const fs::path csv = dir / (base + ".csv");
-    run_process({ncu, "--import", report.string(), "--csv", "--page", "raw", "--print-units", "base"}, csv);
+    run_process({ncu, "--import", report.string(), "--csv", "--page", "raw", "--print-units", "base"}, csv, o.timeout_s);
     try {
       kernels = parse_ncu_raw_csv(read_text(csv));
     } catch (const InputError& e) {

@@ -42,6 +42,7 @@ struct ProfileOptions {
   std::string ncu;               // from find_ncu() when empty
   int device = 0;
   bool quiet = false;
+  double timeout_s = 900;  // per ncu session (one problem's candidates); past it, ncu is killed
 };
 
 // Profiles the targets and appends their profile records. Throws InputError (one line naming the cause)

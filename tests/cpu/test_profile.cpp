@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -131,4 +132,60 @@ TEST(Profile, WithoutNcuTheErrorSaysWhereItLooked) {
     EXPECT_EQ(require_ncu(""), found);  // a toolkit or /opt install was found without PATH
   }
   setenv("PATH", path.c_str(), 1);
+}
+
+namespace {
+
+// A run folder with one ok record, and a stand-in for ncu: a shell script that answers --version and
+// then behaves as `body` says.
+struct FakeProfiler {
+  fs::path dir;
+  std::vector<ProfileTarget> targets;
+  ProfileOptions options;
+  explicit FakeProfiler(const std::string& tag, const std::string& body) {
+    dir = fs::temp_directory_path() / ("convtune-fake-ncu-" + tag + "-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "run");
+    std::ofstream(dir / "run/summary.json") << R"({"device": {"name": "a test GPU"}})";
+    std::ofstream(dir / "ncu") << "#!/bin/sh\ncase \"$1\" in --version) echo 'Version 2025.3.1.0 (fake)'; exit 0;; esac\n"
+                               << body << "\n";
+    fs::permissions(dir / "ncu", fs::perms::owner_all);
+    json r = timing("conv2d/h=64,r=1,w=64", "conv2d.register_tiled", "a=1", 1.0, false);
+    r["problem"] = {{"family", "conv2d"}, {"h", 64}, {"w", 64}, {"r", 1}};
+    r["config"] = json::object();
+    targets = {{r, "best"}};
+    options.folder = dir / "run";
+    options.ncu = (dir / "ncu").string();
+    options.quiet = true;
+  }
+  ~FakeProfiler() { fs::remove_all(dir); }
+};
+
+}  // namespace
+
+TEST(Profile, CountersNotPermittedIsAClearErrorAndNoRecord) {
+  FakeProfiler f("perm", "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+                         "Performance Counters'; exit 1");
+  std::ostringstream log;
+  try {
+    profile_targets(f.targets, f.options, log);
+    FAIL() << "no error without counter permission";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("performance counters"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(read_records(f.dir / "run/profiles.jsonl").records.empty());
+}
+
+TEST(Profile, AHungProfilerIsKilledAndItsCandidatesRecordedAsFailed) {
+  FakeProfiler f("hang", "echo '==PROF== Connected to process'; sleep 30");
+  f.options.timeout_s = 1;
+  std::ostringstream log;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(profile_targets(f.targets, f.options, log), 0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+  const auto profiles = read_records(f.dir / "run/profiles.jsonl").records;
+  ASSERT_EQ(profiles.size(), 1u);
+  EXPECT_EQ(profiles[0]["status"], "failed");
+  EXPECT_NE(profiles[0]["reason"].get<std::string>().find("ran past 1 s"), std::string::npos) << profiles[0].dump();
+  EXPECT_EQ(profiles[0]["ncu"]["version"], "2025.3.1.0");
 }
