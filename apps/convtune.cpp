@@ -194,16 +194,22 @@ void print_profile_notes(const json& rec, const json& profile) {
 
 // " [3 of 8 configs]" when a spec measured only part of a library variant's space for this problem: a
 // speed-up over the algorithms measured is not one over the library's best.
-std::string measured_share(const std::vector<json>& records, const json& lib) {
+using CandidatesMeasured = std::map<std::pair<std::string, std::string>, std::set<std::string>>;
+
+// (problem key, variant) -> the candidates recorded for it, any status: gathered once per run.
+CandidatesMeasured candidates_measured(const std::vector<json>& records) {
+  CandidatesMeasured out;
+  for (const auto& r : records) out[{r.value("problem_key", ""), r.value("variant", "")}].insert(r.value("candidate", ""));
+  return out;
+}
+
+std::string measured_share(const CandidatesMeasured& measured, const json& lib) {
   const Variant* v = Registry::instance().find(lib["variant"].get<std::string>());
   if (!v) return "";
-  std::set<std::string> seen;
-  for (const auto& r : records)
-    if (r.value("problem_key", "") == lib["problem_key"] && r.value("variant", "") == lib["variant"])
-      seen.insert(r.value("candidate", ""));
-  const Problem p = Problem::from_json(lib["problem"], "record");
-  const size_t total = v->space(p, DeviceInfo::offline_sm90()).enumerate().size();
-  return seen.size() < total ? " [" + std::to_string(seen.size()) + " of " + std::to_string(total) + " configs]" : "";
+  const auto it = measured.find({lib["problem_key"].get<std::string>(), lib["variant"].get<std::string>()});
+  const size_t seen = it == measured.end() ? 0 : it->second.size();
+  const size_t total = v->space(Problem::from_json(lib["problem"], "record"), DeviceInfo::offline_sm90()).enumerate().size();
+  return seen < total ? " [" + std::to_string(seen) + " of " + std::to_string(total) + " configs]" : "";
 }
 
 int cmd_best(const std::string& folder, bool as_json) {
@@ -211,6 +217,7 @@ int cmd_best(const std::string& folder, bool as_json) {
   for (const auto& p : read.problems) std::cerr << "warning: skipping unreadable record " << p << "\n";
   const auto choices = select_best(read.records);
   const auto profiles = read_profiles(folder);
+  const CandidatesMeasured measured = candidates_measured(read.records);
   auto profile_of = [&](const json& rec) {
     const auto it = profiles.find(profile_key(rec));
     return it == profiles.end() ? json() : it->second;
@@ -247,7 +254,7 @@ int cmd_best(const std::string& folder, bool as_json) {
     for (const auto& [variant, rec] : c.best_per_variant) {
       if (!rec.value("library", false)) continue;
       const double lib_ms = rec["time"]["median_ms"].get<double>();
-      libs += (libs.empty() ? "" : ", ") + variant.substr(variant.find('.') + 1) + measured_share(read.records, rec) + " " +
+      libs += (libs.empty() ? "" : ", ") + variant.substr(variant.find('.') + 1) + measured_share(measured, rec) + " " +
               fixed(lib_ms / ms, 2) + "x (" + short_ms(rec) + ")";
       const auto pick = c.library_pick.find(variant);
       if (pick != c.library_pick.end() && pick->second["candidate"] != rec["candidate"])

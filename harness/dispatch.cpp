@@ -131,15 +131,6 @@ std::string c_entry(const std::string& family, const std::vector<int64_t>& dims,
   return out;
 }
 
-void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!(out << text) || !out.flush()) throw std::runtime_error("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
-}
-
 // Per family: the candidate ok on the most problems. Preferred, in order: not a library, never wrong
 // (wrong_result / runtime_error on any problem), ok on more problems, lower geometric-mean ratio to
 // each problem's best, then the name (a fixed order).
@@ -522,22 +513,27 @@ json make_t4(const json& summary, const std::vector<json>& records) {
                         {"git_sha", s.value("git_sha", "")}}}};
 }
 
-void export_run(const std::filesystem::path& run_folder) {
+RunTable read_run_table(const std::filesystem::path& run_folder) {
   if (!std::filesystem::is_directory(run_folder))
     throw InputError(run_folder.string() + ": not a run folder (no such directory)");
-  const json summary = read_json(run_folder / "summary.json");
-  const ReadResult rr = read_records(run_folder / "records.jsonl");
+  RunTable t;
+  t.summary = read_json(run_folder / "summary.json");
+  ReadResult rr = read_records(run_folder / "records.jsonl");
   for (const auto& p : rr.problems) std::cerr << "warning: skipped an unreadable record: " << p << "\n";
-  json dispatch;
+  t.records = std::move(rr.records);
   try {
-    dispatch = make_dispatch(summary, rr.records);
+    t.dispatch = make_dispatch(t.summary, t.records);
   } catch (const InputError& e) {
     throw InputError((run_folder / "records.jsonl").string() + ": " + e.what());
   }
-  const std::string header = make_header(dispatch);
-  write_json_atomically(run_folder / "dispatch.json", dispatch);
-  write_text_atomically(run_folder / "convtune_dispatch.h", header);
-  write_json_atomically(run_folder / "t4.json", make_t4(summary, rr.records));
+  return t;
+}
+
+void export_run(const std::filesystem::path& run_folder) {
+  const RunTable t = read_run_table(run_folder);
+  write_json_atomically(run_folder / "dispatch.json", t.dispatch);
+  write_text_atomically(run_folder / "convtune_dispatch.h", make_header(t.dispatch));
+  write_json_atomically(run_folder / "t4.json", make_t4(t.summary, t.records));
 }
 
 }  // namespace convtune

@@ -32,6 +32,15 @@ std::string make_fleet_header(const json& fleet);
 // invalidity "correct" for ok records, else timeout / compile / runtime / correctness / constraints.
 json make_t4(const json& summary, const std::vector<json>& records);
 
+// A run folder read for export: its summary, its records (torn lines reported on stderr) and its
+// dispatch table. Throws InputError naming the folder.
+struct RunTable {
+  json summary;
+  std::vector<json> records;
+  json dispatch;
+};
+RunTable read_run_table(const std::filesystem::path& run_folder);
+
 // Reads <run_folder>/summary.json and records.jsonl, writes dispatch.json, convtune_dispatch.h and
 // t4.json next to them (each atomically). Torn record lines are reported on stderr. Throws InputError.
 void export_run(const std::filesystem::path& run_folder);

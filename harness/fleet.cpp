@@ -1,10 +1,6 @@
 #include "harness/fleet.h"
 
-#include <fstream>
-#include <iostream>
-
 #include "harness/error.h"
-#include "harness/records.h"
 #include "harness/sweep.h"
 
 namespace convtune {
@@ -56,29 +52,14 @@ DeviceLookup lookup_on_device(const json& dispatch, const std::string& device_na
 void export_fleet(const std::vector<fs::path>& runs, const fs::path& out) {
   std::vector<json> tables;
   for (const auto& run : runs) {
-    if (!fs::is_directory(run)) throw InputError("export: " + run.string() + ": not a run folder (no such directory)");
-    const json summary = read_json(run / "summary.json");
-    const ReadResult rr = read_records(run / "records.jsonl");
-    for (const auto& p : rr.problems) std::cerr << "warning: skipped an unreadable record: " << p << "\n";
-    json table;
-    try {
-      table = make_dispatch(summary, rr.records);
-    } catch (const InputError& e) {
-      throw InputError((run / "records.jsonl").string() + ": " + e.what());
-    }
-    table["source"] = {{"run", run.string()}, {"started", summary.value("started", json())}};
-    tables.push_back(std::move(table));
+    RunTable t = read_run_table(run);
+    t.dispatch["source"] = {{"run", run.string()}, {"started", t.summary.value("started", json())}};
+    tables.push_back(std::move(t.dispatch));
   }
   const json fleet = make_fleet(tables);
   fs::create_directories(out);
   write_json_atomically(out / "dispatch.json", fleet);
-  const fs::path header = out / "convtune_dispatch.h", tmp = out / "convtune_dispatch.h.tmp";
-  {
-    std::ofstream o(tmp);
-    if (!o) throw std::runtime_error("cannot write " + tmp.string());
-    o << make_fleet_header(fleet);
-  }
-  fs::rename(tmp, header);
+  write_text_atomically(out / "convtune_dispatch.h", make_fleet_header(fleet));
 }
 
 }  // namespace convtune

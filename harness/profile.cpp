@@ -36,22 +36,23 @@ std::string profile_key(const json& record) {
 
 static double median_ms(const json& r) { return r["time"]["median_ms"].get<double>(); }
 
-// The problem's ok full-fidelity records, fastest first.
-static std::vector<json> ranked(const std::vector<json>& records, const std::string& problem_key) {
-  std::vector<json> out;
+// Per problem: its ok full-fidelity records, fastest first.
+static std::map<std::string, std::vector<json>> ranked(const std::vector<json>& records) {
+  std::map<std::string, std::vector<json>> out;
   for (const auto& r : records)
-    if (r.value("problem_key", "") == problem_key && r.value("status", "") == status::ok && r.contains("time") &&
-        r.value("fidelity", "full") != "brief")
-      out.push_back(r);
-  std::stable_sort(out.begin(), out.end(), [](const json& a, const json& b) { return median_ms(a) < median_ms(b); });
+    if (r.value("status", "") == status::ok && r.contains("time") && r.value("fidelity", "full") != "brief")
+      out[r.value("problem_key", "")].push_back(r);
+  for (auto& [key, list] : out)
+    std::stable_sort(list.begin(), list.end(), [](const json& a, const json& b) { return median_ms(a) < median_ms(b); });
   return out;
 }
 
 std::vector<ProfileTarget> choose_profile_targets(const std::vector<json>& records, const ProfileSelection& sel) {
   std::vector<ProfileTarget> out;
+  const auto by_problem = ranked(records);
   for (const Choice& c : select_best(records)) {
     if (!sel.problem.empty() && c.problem_key.find(sel.problem) == std::string::npos) continue;
-    const std::vector<json> ok = ranked(records, c.problem_key);
+    const std::vector<json>& ok = by_problem.at(c.problem_key);
     std::vector<std::string> taken;
     auto add = [&](const json& r, const std::string& why) {
       const std::string name = r["candidate"].get<std::string>();

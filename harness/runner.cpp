@@ -44,10 +44,15 @@ Runner::Runner(DeviceInfo dev, Ceilings ceilings, MeasureOptions options, JitCac
     : dev_(std::move(dev)), ceilings_(ceilings), jit_(jit), seed_(seed), timer_(dev_.l2_bytes, options),
       clocks_(pci_bus_id(dev_.ordinal)) {}
 
-Timing Runner::measure_between_readings(Plan& plan, json& clocks, ThrottleVerdict& verdict) {
-  const ClockSample before = clocks_.sample();
+Timing Runner::time_samples(Plan& plan) {
   const Timing t = timer_.measure([&](cudaStream_t s) { plan.run(s); }, stream_.get());
   CT_CHECK_LAUNCH();
+  return t;
+}
+
+Timing Runner::measure_between_readings(Plan& plan, json& clocks, ThrottleVerdict& verdict) {
+  const ClockSample before = clocks_.sample();
+  const Timing t = time_samples(plan);
   const ClockSample after = clocks_.sample();
   verdict = judge(before, after, max_sm_mhz_);
   if (after.valid && !verdict.throttled) max_sm_mhz_ = std::max(max_sm_mhz_, after.sm_mhz);
@@ -58,9 +63,7 @@ Timing Runner::measure_between_readings(Plan& plan, json& clocks, ThrottleVerdic
 Timing Runner::measure_guarded(Plan& plan, json& r) {
   if (!guard_clocks_ || !clocks_.available()) {
     if (guard_clocks_) r["clocks"] = {{"unavailable", clocks_.why()}};
-    const Timing t = timer_.measure([&](cudaStream_t s) { plan.run(s); }, stream_.get());
-    CT_CHECK_LAUNCH();
-    return t;
+    return time_samples(plan);
   }
   ThrottleVerdict verdict;
   Timing t = measure_between_readings(plan, r["clocks"], verdict);

@@ -46,6 +46,7 @@ class Runner {
   json verify(const Variant& v, const Config& c, Plan& plan, ProblemBuffers& b, bool fresh_inputs);
   // The timed samples between two clock readings; measured once more after a pause when throttled.
   Timing measure_guarded(Plan& plan, json& r);
+  Timing time_samples(Plan& plan);
   Timing measure_between_readings(Plan& plan, json& clocks, ThrottleVerdict& verdict);
 
   DeviceInfo dev_;

@@ -66,14 +66,17 @@ static std::string timestamp_compact() {
   return buf;
 }
 
-void write_json_atomically(const std::filesystem::path& path, const json& j) {
+void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
   const auto tmp = path.string() + ".tmp";
   {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-    out << j.dump(2) << "\n";
+    std::ofstream out(tmp, std::ios::binary);
+    if (!(out << text) || !out.flush()) throw std::runtime_error("cannot write " + tmp);
   }
   std::filesystem::rename(tmp, path);
+}
+
+void write_json_atomically(const std::filesystem::path& path, const json& j) {
+  write_text_atomically(path, j.dump(2) + "\n");
 }
 
 json read_json(const std::filesystem::path& path) {

@@ -80,6 +80,8 @@ json finalize_summary(const std::filesystem::path& folder, bool interrupted, con
 // summary.json of a run folder: schema, argv, git sha, device block, ceilings, spec, counts.
 json make_summary(const SweepSpec& spec, const DeviceInfo& dev, const Ceilings& ceilings,
                   const std::vector<std::string>& argv);
+// Written to <path>.tmp, then renamed: a reader sees the old file or the new one, never half of one.
+void write_text_atomically(const std::filesystem::path& path, const std::string& text);
 void write_json_atomically(const std::filesystem::path& path, const json& j);
 json read_json(const std::filesystem::path& path);
 
