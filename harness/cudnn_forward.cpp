@@ -125,7 +125,9 @@ ParamSpace cudnn_forward_space() {
 Tolerance cudnn_tolerance(const Config& c, Tolerance direct) {
   const std::string algo = c.at("algo").get<std::string>();
   if (algo.rfind("fft", 0) == 0) return kSpectralFp32Tolerance;
-  if (algo.rfind("winograd", 0) == 0) return {kSpectralFp32Tolerance.rel_l2, 5e-3};
+  // Winograd's transforms amplify rounding with the filter size: cuDNN's winograd_nonfused measured
+  // rel_l2 1.5e-4 on a 5x5 filter (H100), honest fp32 for the method; an indexing bug lands near 1.
+  if (algo.rfind("winograd", 0) == 0) return {1e-3, 5e-3};
   return direct;
 }
 

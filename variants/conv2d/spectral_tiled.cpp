@@ -1,0 +1,165 @@
+// Beyond the direct floor for large filters: tiled 2D overlap-save fused into one kernel
+// (kernels/conv2d_spectral_tiled.cuh). The filter's N x N spectrum is computed on the host in float64 in
+// bind (what an application does once per filter), so the timed kernel reads the image once (tiles
+// overlap by 2r, re-reads come from L2), transforms in shared memory and writes each output once.
+//
+// The spectrum: the kernel computes the circular convolution of a tile t with g, IFFT(FFT(t) * FFT(g)),
+// whose value at p is sum_q t(p - q) g(q). Placing g((-m) mod N, (-n) mod N) = f(m + r, n + r) makes it
+// sum_{m,n} t(p + (m, n)) f(m + r, n + r), the problem's cross-correlation, exact (no wrap) for
+// p in [r, N - r) on both axes: the V = N - 2r valid outputs a tile writes. So
+// FFT(g)(u, v) = sum_{m,n} f(m + r, n + r) exp(+2 pi i (u m + v n) / N), computed separably.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+
+#include "harness/cuda_raii.h"
+#include "harness/error.h"
+#include "variants/conv2d/jit_conv2d.h"
+
+namespace convtune {
+namespace {
+
+struct SpectralShape {
+  int n, p, threads;
+  int v(const Conv2d& c) const { return n - 2 * int(c.r); }  // valid outputs per tile side; < 1: can't implement
+  int v_or_1(const Conv2d& c) const { return std::max(1, v(c)); }  // for the grid of any config
+  int smem_bytes() const { return (n * (n + 8) + n) * 8; }  // the tile (pitch n + 8) and the twiddles
+  dim3 grid(const Conv2d& c) const {
+    const unsigned tiles_x = ceil_div(c.w, v_or_1(c));
+    return dim3((tiles_x + 1) / 2, ceil_div(c.h, v_or_1(c)));  // two tiles per block along x
+  }
+};
+
+SpectralShape shape_of(const Config& c) { return {cfg_int(c, "n"), cfg_int(c, "p"), cfg_int(c, "threads")}; }
+
+// FFT(g) of the file's top comment, scaled by 1/N^2 (the inverse transform is unnormalised), row-major
+// in (u, v) = (y frequency, x frequency) as the kernel's column pass reads it.
+std::vector<float2> filter_spectrum(const std::vector<float>& f, int r, int n) {
+  const int fw = 2 * r + 1;
+  const double step = 2.0 * M_PI / n;
+  std::vector<std::complex<double>> along_x(size_t(fw) * n);  // (m, v): sum_n f(m + r, n + r) e^{i step v n}
+  for (int m = 0; m < fw; ++m)
+    for (int v = 0; v < n; ++v) {
+      std::complex<double> s = 0;
+      for (int k = -r; k <= r; ++k) s += double(f[m * fw + k + r]) * std::polar(1.0, step * double((v * k) % n));
+      along_x[size_t(m) * n + v] = s;
+    }
+  std::vector<float2> out(size_t(n) * n);
+  const double scale = 1.0 / (double(n) * n);
+  for (int u = 0; u < n; ++u)
+    for (int v = 0; v < n; ++v) {
+      std::complex<double> s = 0;
+      for (int m = -r; m <= r; ++m) s += along_x[size_t(m + r) * n + v] * std::polar(1.0, step * double((u * m) % n));
+      out[size_t(u) * n + v] = make_float2(float(s.real() * scale), float(s.imag() * scale));
+    }
+  return out;
+}
+
+class SpectralTiledPlan : public Plan {
+ public:
+  SpectralTiledPlan(std::shared_ptr<Module> module, SpectralShape shape, const Conv2d& p)
+      : module_(std::move(module)), shape_(shape), grid_(shape.grid(p)), h_(int(p.h)), w_(int(p.w)), r_(int(p.r)),
+        spectrum_(size_t(shape.n) * shape.n) {
+    fn_ = module_->function("conv2d_spectral_kernel");
+    attrs_ = kernel_attributes(fn_, shape.threads, shape.smem_bytes());
+  }
+
+  void bind(const Operands& ops, cudaStream_t stream) override {
+    in_ = ops.data.at(0);
+    out_ = ops.output();
+    const int fw = 2 * r_ + 1;
+    std::vector<float> filter(size_t(fw) * fw);
+    CT_CUDA(cudaMemcpyAsync(filter.data(), ops.data.at(1), filter.size() * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CT_CUDA(cudaStreamSynchronize(stream));
+    host_spectrum_ = filter_spectrum(filter, r_, shape_.n);
+    CT_CUDA(cudaMemcpyAsync(spectrum_.get(), host_spectrum_.data(), spectrum_.bytes(), cudaMemcpyHostToDevice, stream));
+    CT_CUDA(cudaStreamSynchronize(stream));
+  }
+
+  void run(cudaStream_t stream) override {
+    const float2* spectrum = spectrum_.get();
+    void* args[] = {&in_, &spectrum, &out_, &h_, &w_};
+    launch(fn_, grid_, dim3(shape_.threads), shape_.smem_bytes(), stream, args);
+  }
+
+  KernelAttributes attributes() const override { return attrs_; }
+  size_t workspace_bytes() const override { return spectrum_.bytes(); }
+  json details() const override { return {{"math", "fp32"}, {"deterministic", true}}; }
+
+ private:
+  std::shared_ptr<Module> module_;
+  CUfunction fn_ = nullptr;
+  SpectralShape shape_;
+  dim3 grid_;
+  KernelAttributes attrs_;
+  int h_, w_, r_;
+  DeviceArray<float2> spectrum_;
+  std::vector<float2> host_spectrum_;
+  const float* in_ = nullptr;
+  float* out_ = nullptr;
+};
+
+class Conv2dSpectralTiled : public Variant {
+ public:
+  std::string name() const override { return "conv2d.spectral_tiled"; }
+  std::string family() const override { return kConv2d; }
+  std::string summary() const override {
+    return "fused tiled overlap-save: two N x N tiles per block as one complex FFT in shared memory, times the "
+           "filter's spectrum, inverse FFT, V = N - 2r valid outputs per tile side";
+  }
+  int complexity() const override { return 4; }
+  ParamSpace space(const Problem&, const DeviceInfo&) const override {
+    return ParamSpace()
+        .add("n", "FFT tile side (valid outputs per side: n - 2r)", values({32, 64, 128}))
+        .add("p", "points per thread in a line FFT's first step (n / p threads per line)", values({8, 16}))
+        .add("threads", "threads per block", values({128, 256, 512}));  // 1024 caps registers at 64: n = 128 spilled and ran 3x slower
+  }
+
+  Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {
+    if (prob.family != kConv2d) return Status::no("not a conv2d problem");
+    const Conv2d p(prob);
+    const SpectralShape s = shape_of(c);
+    const int g = s.n / s.p;
+    if (s.p < g) return Status::no("p = " + std::to_string(s.p) + " < n / p: the second step needs p >= n / p");
+    if (s.threads % g != 0 || s.n % (s.threads / g) != 0 || s.threads / g > s.n)
+      return Status::no("threads / (n / p) = " + std::to_string(s.threads / g) + " lines at once must divide n = " +
+                        std::to_string(s.n));
+    if (s.v(p) < 1) return Status::no("tile side n = " + std::to_string(s.n) + " leaves no valid output at r = " + std::to_string(p.r));
+    if (s.threads > dev.max_threads_per_block)
+      return Status::no("block of " + std::to_string(s.threads) + " threads > device limit " +
+                        std::to_string(dev.max_threads_per_block));
+    if (s.smem_bytes() > dev.max_smem_per_block_optin)
+      return Status::no("shared memory " + std::to_string(s.smem_bytes()) + " B > device limit " +
+                        std::to_string(dev.max_smem_per_block_optin) + " B");
+    if (s.grid(p).y > 65535) return Status::no("grid.y of " + std::to_string(s.grid(p).y) + " blocks > 65535");
+    return Status::yes();
+  }
+
+  Cost cost(const Problem& prob, const Config& c) const override {
+    const Conv2d p(prob);
+    const SpectralShape s = shape_of(c);
+    const dim3 g = s.grid(p);
+    const double blocks = double(g.x) * g.y, n = s.n, lines = 3.0 * n + s.v_or_1(p);  // row, column, column, row passes
+    const double flops_variant = blocks * (lines * 5.0 * n * std::log2(n) + 6.0 * n * n);
+    // Per block: two n x n tiles read (mostly from L2: tiles overlap by 2r) and the spectrum; outputs once.
+    const double bytes_model = blocks * (2.0 * 4.0 * n * n + 8.0 * n * n) + 4.0 * double(p.h * p.w);
+    return {prob.direct_flops(), flops_variant, prob.min_bytes(), bytes_model};
+  }
+
+  Tolerance tolerance(const Problem&, const Config&) const override { return kSpectralFp32Tolerance; }
+
+  std::vector<JitProgram> programs(const Problem& prob, const Config& c) const override {
+    const SpectralShape s = shape_of(c);
+    return {{"conv2d_spectral_tiled.cuh",
+             {define("RADIUS", Conv2d(prob).r), define("N", s.n), define("P", s.p), define("THREADS", s.threads)}}};
+  }
+
+  std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache& jit) const override {
+    return std::make_unique<SpectralTiledPlan>(jit.module(programs(prob, c).front()), shape_of(c), Conv2d(prob));
+  }
+};
+
+CONVTUNE_REGISTER_VARIANT(Conv2dSpectralTiled);
+
+}  // namespace
+}  // namespace convtune
