@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "harness/dispatch.h"
+#include "harness/dispatch_check.h"
 #include "harness/family.h"
 #include "harness/error.h"
 #include "harness/records.h"
@@ -357,4 +358,36 @@ TEST(DispatchT4, RecordsMapToTheOpenResultsFormat) {
   EXPECT_EQ(t4["results"][1]["correctness"], 0);
   EXPECT_EQ(t4["results"][2]["invalidity"], "timeout");
   EXPECT_EQ(t4["results"][3]["invalidity"], "constraints");
+}
+
+// check_dispatch: the table built from the synthetic grid, tried on a run of two shapes it never measured.
+TEST(DispatchCheck, ComparesTheTablesChoiceWithTheBestOfTheRun) {
+  const json table = make_dispatch(kSummary, synthetic_records());
+  const Problem near_r3 = conv2d(2048, 2048, 3), near_r7 = conv2d(4096, 4096, 6), unmeasured = conv2d(1024, 1024, 1);
+  const json chosen_r3 = lookup(table, near_r3).entry, chosen_r7 = lookup(table, near_r7).entry;
+  ASSERT_EQ(chosen_r3["variant"], "conv2d.cudnn");  // 1024 r=3's winner, the nearest shape with r=3
+  const std::vector<json> run = {
+      record(near_r3, "conv2d.cudnn", kAlgo, "ok", 0.030, 1, true),
+      record(near_r3, "conv2d.register_tiled", kTiledA, "ok", 0.020, 4),  // the true best: the table is 1.5x off
+      record(near_r7, chosen_r7["variant"], chosen_r7["config"], "ok", 0.105, 4),
+      record(near_r7, "conv2d.constant", kBlock, "ok", 0.100, 1),  // best by 5%: within 1.1x
+      record(near_r7, "conv2d.naive", kBlock, "wrong_result", 0.001, 0),  // never the best
+      record(unmeasured, "conv2d.naive", kBlock, "ok", 0.5, 0),  // the table's choice was not run here
+  };
+  const json check = check_dispatch(table, run);
+  ASSERT_EQ(check["rows"].size(), 3u);
+  std::map<std::string, json> by_key;
+  for (const json& r : check["rows"]) by_key[r["problem_key"].get<std::string>()] = r;
+  EXPECT_NEAR(by_key[near_r3.key()]["ratio"].get<double>(), 1.5, 1e-9);
+  EXPECT_EQ(by_key[near_r3.key()]["best"], "conv2d.register_tiled[block_x=32,block_y=8,px=4,py=4]");
+  EXPECT_EQ(by_key[near_r3.key()]["rule"], "nearest");
+  EXPECT_NEAR(by_key[near_r7.key()]["ratio"].get<double>(), 1.05, 1e-9);
+  EXPECT_TRUE(by_key[unmeasured.key()]["ratio"].is_null());
+  EXPECT_EQ(by_key[unmeasured.key()]["rule"], "exact");
+  EXPECT_EQ(check["measured"], 2);
+  EXPECT_EQ(check["within_1_1"], 1);
+  EXPECT_NEAR(check["worst_ratio"].get<double>(), 1.5, 1e-9);
+  const std::string text = format_dispatch_check(check);
+  EXPECT_NE(text.find("1 of 2 problems"), std::string::npos) << text;
+  EXPECT_NE(text.find("not run"), std::string::npos) << text;
 }

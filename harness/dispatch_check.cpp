@@ -1,0 +1,97 @@
+#include "harness/dispatch_check.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "harness/dispatch.h"
+#include "harness/error.h"
+#include "harness/problem.h"
+#include "harness/records.h"
+
+namespace convtune {
+namespace {
+
+struct ProblemTimes {
+  json problem;
+  std::map<std::string, double> ms;  // candidate -> median ms of its latest ok full-fidelity record
+};
+
+std::map<std::string, ProblemTimes> times_by_problem(const std::vector<json>& records) {
+  std::map<std::string, ProblemTimes> out;
+  for (const json& r : records) {
+    if (r.value("status", "") != status::ok || !r.contains("time")) continue;
+    if (r.value("fidelity", "full") != "full") continue;  // a brief halving round is not the candidate's time
+    ProblemTimes& t = out[r.at("problem_key").get<std::string>()];
+    t.problem = r.at("problem");
+    t.ms[r.at("candidate").get<std::string>()] = r["time"]["median_ms"].get<double>();
+  }
+  return out;
+}
+
+}  // namespace
+
+json check_dispatch(const json& dispatch, const std::vector<json>& records) {
+  json rows = json::array();
+  int measured = 0, within = 0;
+  double worst = 0, log_sum = 0;
+  for (const auto& [key, t] : times_by_problem(records)) {
+    Lookup choice;
+    try {
+      choice = lookup(dispatch, Problem::from_json(t.problem));
+    } catch (const InputError&) {
+      continue;  // a family the table does not cover
+    }
+    const std::string chosen = choice.entry.at("candidate").get<std::string>();
+    auto best = t.ms.begin();
+    for (auto it = t.ms.begin(); it != t.ms.end(); ++it)
+      if (it->second < best->second) best = it;
+    json row = {{"problem_key", key}, {"rule", choice.rule}, {"chosen", chosen}, {"chosen_ms", nullptr},
+                {"best", best->first}, {"best_ms", best->second}, {"ratio", nullptr}};
+    const auto it = t.ms.find(chosen);
+    if (it != t.ms.end()) {
+      const double ratio = it->second / best->second;
+      row["chosen_ms"] = it->second;
+      row["ratio"] = ratio;
+      ++measured;
+      within += ratio <= 1.1;
+      worst = std::max(worst, ratio);
+      log_sum += std::log(ratio);
+    }
+    rows.push_back(std::move(row));
+  }
+  return {{"rows", rows},
+          {"problems", rows.size()},
+          {"measured", measured},
+          {"within_1_1", within},
+          {"worst_ratio", measured ? json(worst) : json(nullptr)},
+          {"geomean_ratio", measured ? json(std::exp(log_sum / measured)) : json(nullptr)}};
+}
+
+std::string format_dispatch_check(const json& check) {
+  std::ostringstream out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-34s %-8s %-56s %9s %9s  %s\n", "problem", "rule", "table's choice", "its ms",
+                "best ms", "ratio (best candidate)");
+  out << line;
+  for (const json& r : check.at("rows")) {
+    const bool has = r["ratio"].is_number();
+    std::snprintf(line, sizeof line, "%-34s %-8s %-56s %9s %9.4f  %s (%s)\n", r["problem_key"].get<std::string>().c_str(),
+                  r["rule"].get<std::string>().c_str(), r["chosen"].get<std::string>().c_str(),
+                  has ? std::to_string(r["chosen_ms"].get<double>()).substr(0, 8).c_str() : "not run",
+                  r["best_ms"].get<double>(), has ? std::to_string(r["ratio"].get<double>()).substr(0, 5).c_str() : "-",
+                  r["best"].get<std::string>().c_str());
+    out << line;
+  }
+  out << check["within_1_1"].get<int>() << " of " << check["measured"].get<int>()
+      << " problems whose choice was measured are within 1.1x of their best";
+  if (check["worst_ratio"].is_number()) out << "; worst " << check["worst_ratio"].get<double>() << "x, geomean "
+                                             << check["geomean_ratio"].get<double>() << "x";
+  const int unmeasured = check["problems"].get<int>() - check["measured"].get<int>();
+  if (unmeasured) out << "; " << unmeasured << " choices were not measured by the run";
+  out << "\n";
+  return out.str();
+}
+
+}  // namespace convtune

@@ -1,0 +1,22 @@
+// How well a dispatch table serves shapes it was not built from: for each problem measured in a run
+// (typically a sweep of shapes outside the table's grid), the table's choice by lookup(), its time in
+// that run, the run's fastest ok candidate, and their ratio.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace convtune {
+
+using json = nlohmann::json;
+
+// {"rows": [{problem_key, rule, chosen, chosen_ms (null: the run did not measure the choice), best,
+// best_ms, ratio}], "measured": n, "within_1_1": n, "worst_ratio": x, "geomean_ratio": x}.
+// Problems of families the table does not cover are left out.
+json check_dispatch(const json& dispatch, const std::vector<json>& records);
+
+// A table for the terminal, one row per problem, and the summary line.
+std::string format_dispatch_check(const json& check);
+
+}  // namespace convtune
