@@ -17,6 +17,7 @@
 #include "harness/error.h"
 #include "harness/family.h"
 #include "harness/fleet.h"
+#include "harness/gpu_set.h"
 #include "harness/profile.h"
 #include "harness/records.h"
 #include "harness/replay.h"
@@ -382,10 +383,44 @@ void print_plan_json(const SweepSpec& spec, const DeviceInfo& dev, const Shard& 
 
 struct SweepFlags {
   bool dry_run = false, hot = false, in_process = false, quiet = false, no_ceilings = false, plot = false,
-       profile_best = false, as_json = false;
-  std::string resume, results = "results", worker_for, shard;
+       profile_best = false, as_json = false, split_by_model = false, worker_prepare = false;
+  std::string resume, results = "results", worker_for, shard, devices;
   uint64_t seed = 0;
+  int worker_gpu = 0;
 };
+
+// After a sweep: best, the dispatch table, and profiles and plots when asked for, so that one command
+// leaves everything behind. Returns the exit code.
+int finish_sweep(const SweepResult& r, const SweepFlags& f) {
+  std::cerr << "records: " << (r.folder / "records.jsonl").string() << "  counts: " << r.counts.dump() << "\n";
+  if (r.context_lost) return 1;
+  if (cmd_best(r.folder.string(), false) != 0) return 1;
+  export_run(r.folder);
+  std::cerr << "dispatch table: " << (r.folder / "dispatch.json").string() << " and "
+            << (r.folder / "convtune_dispatch.h").string() << "\n";
+  if (f.profile_best && !r.interrupted) {
+    ProfileSelection winners;
+    winners.libraries = false;
+    const auto records = read_records(r.folder / "records.jsonl").records;
+    ProfileOptions po;
+    po.folder = r.folder;
+    po.quiet = f.quiet;
+    // On the run's first GPU (a multi-GPU run's GPUs are one model).
+    const json devices = read_json(r.folder / "summary.json").value("devices", json::array());
+    po.device = devices.empty() ? 0 : devices.front().value("index", 0);
+    profile_targets(choose_profile_targets(records, winners), po, std::cerr);
+    std::cerr << "profiles: " << (r.folder / "profiles.jsonl").string() << "\n";
+  }
+  if (f.plot) {
+    const std::string cmd = "python3 '" + std::string(CONVTUNE_SOURCE_DIR) + "/scripts/plot.py' -q '" + r.folder.string() + "'";
+    const int rc = std::system(cmd.c_str());
+    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
+      std::cerr << "plots were not drawn (needs python3 with matplotlib: bash scripts/deps.sh test)\n";
+    else
+      std::cerr << "plots and report: " << (r.folder / "plots").string() << "/report.html\n";
+  }
+  return r.interrupted ? 130 : 0;
+}
 
 int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vector<std::string>& argv) {
   SweepSpec spec = SweepSpec::load(spec_path);
@@ -398,6 +433,8 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
   opt.quiet = f.quiet;
   opt.ceilings = !f.no_ceilings;
   opt.spec_path = spec_path;
+  opt.worker_gpu = f.worker_gpu;
+  opt.worker_prepare = f.worker_prepare;
   if (!f.shard.empty()) opt.shard = Shard::parse(f.shard, "--shard");
   if (!f.worker_for.empty()) return run_sweep_worker(spec, f.worker_for, opt, argv, std::cerr);
   const bool dry_run = f.dry_run;
@@ -432,34 +469,19 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
               << " min of measurement, plus kernel compilation (cached after the first run)\n";
     return 0;
   }
+  if (f.split_by_model && f.devices.empty()) throw InputError("--split-by-model: give the GPUs with --devices");
+  if (!f.devices.empty()) {
+    require_gpu("convtune sweep");
+    opt.devices = parse_device_list(f.devices, DeviceInfo::count());
+  }
   if (f.profile_best) require_ncu("");  // before the sweep, not after it
-  const SweepResult r = run_sweep(spec, opt, argv, std::cerr);
-  std::cerr << "records: " << (r.folder / "records.jsonl").string() << "  counts: " << r.counts.dump() << "\n";
-  if (r.context_lost) return 1;
-  if (cmd_best(r.folder.string(), false) != 0) return 1;
-  // The tuned dispatch table, and plots when asked for, so that one command leaves everything behind.
-  export_run(r.folder);
-  std::cerr << "dispatch table: " << (r.folder / "dispatch.json").string() << " and "
-            << (r.folder / "convtune_dispatch.h").string() << "\n";
-  if (f.profile_best && !r.interrupted) {
-    ProfileSelection winners;
-    winners.libraries = false;
-    const auto records = read_records(r.folder / "records.jsonl").records;
-    ProfileOptions po;
-    po.folder = r.folder;
-    po.quiet = f.quiet;
-    profile_targets(choose_profile_targets(records, winners), po, std::cerr);
-    std::cerr << "profiles: " << (r.folder / "profiles.jsonl").string() << "\n";
+  if (!f.split_by_model) return finish_sweep(run_sweep(spec, opt, argv, std::cerr), f);
+  int rc = 0;
+  for (const SweepResult& r : run_sweep_split_by_model(spec, opt, argv, std::cerr)) {
+    const int one = finish_sweep(r, f);
+    if (rc == 0 || one == 1) rc = one;
   }
-  if (f.plot) {
-    const std::string cmd = "python3 '" + std::string(CONVTUNE_SOURCE_DIR) + "/scripts/plot.py' -q '" + r.folder.string() + "'";
-    const int rc = std::system(cmd.c_str());
-    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
-      std::cerr << "plots were not drawn (needs python3 with matplotlib: bash scripts/deps.sh test)\n";
-    else
-      std::cerr << "plots and report: " << (r.folder / "plots").string() << "/report.html\n";
-  }
-  return r.interrupted ? 130 : 0;
+  return rc;
 }
 
 }  // namespace
@@ -506,7 +528,13 @@ int main(int argc, char** argv) {
   sweep->add_option("--shard", sf.shard, "run only part i of n of the spec's work (i/n, 0 <= i < n); join with merge");
   sweep->add_flag("--json", sf.as_json, "with --dry-run: the plan as JSON");
   sweep->add_flag("--profile-best", sf.profile_best, "at the end, profile each problem's winner under Nsight Compute");
+  sweep->add_option("--devices", sf.devices, "GPUs to sweep on, one worker each, one run folder: all, or indices "
+                                             "such as 0,2,3 (default: GPU 0)");
+  sweep->add_flag("--split-by-model", sf.split_by_model, "with --devices over several GPU models: one run folder per "
+                                                          "model (otherwise refused)");
   sweep->add_option("--worker-for", sf.worker_for, "internal: run as the supervised worker of this run folder");
+  sweep->add_option("--worker-gpu", sf.worker_gpu, "internal: the GPU index the worker's records carry")->group("");
+  sweep->add_flag("--worker-prepare", sf.worker_prepare, "internal: the worker only prepares the run folder")->group("");
 
   auto* best = app.add_subcommand("best", "best candidate per problem of a run folder");
   best->add_option("folder", folder, "run folder")->required();

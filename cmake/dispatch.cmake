@@ -39,3 +39,8 @@ enable_testing()
 # Lookup only without a GPU; with one it also runs the runtime and checks it against a CPU loop.
 add_test(NAME export_app COMMAND export_app ${EXPORT_APP_FIXTURE})
 set_tests_properties(export_app PROPERTIES LABELS cpu)
+
+# An application's use of the runtime: this GPU's table, one conv2d run checked and timed (examples/).
+add_executable(conv2d_app examples/conv2d_app.cpp)
+target_compile_options(conv2d_app PRIVATE -Wall -Wextra)
+target_link_libraries(conv2d_app PRIVATE convtune::runtime)

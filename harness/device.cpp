@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -54,6 +55,7 @@ std::string DeviceInfo::slug() const {
 json DeviceInfo::to_json() const {
   return {{"ordinal", ordinal},
           {"name", name},
+          {"uuid", uuid},
           {"arch", arch()},
           {"compute_capability", std::to_string(cc_major) + "." + std::to_string(cc_minor)},
           {"sms", sms},
@@ -80,6 +82,7 @@ DeviceInfo DeviceInfo::from_json(const json& j) {
   DeviceInfo d;
   d.ordinal = j.value("ordinal", 0);
   d.name = j.value("name", "");
+  d.uuid = j.value("uuid", "");
   auto cc = j.value("compute_capability", std::string("0.0"));
   d.cc_major = std::stoi(cc.substr(0, cc.find('.')));
   d.cc_minor = std::stoi(cc.substr(cc.find('.') + 1));
@@ -120,13 +123,27 @@ static void fill_versions(DeviceInfo& d) {
   nvrtcVersion(&d.nvrtc_major, &d.nvrtc_minor);
 }
 
+static std::string format_uuid(const cudaUUID_t& id) {
+  const auto* b = reinterpret_cast<const unsigned char*>(id.bytes);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return buf;
+}
+
 DeviceInfo DeviceInfo::query(int ordinal) {
+  DeviceInfo d = properties(ordinal);
+  CT_CUDA(cudaSetDevice(ordinal));
+  return d;
+}
+
+DeviceInfo DeviceInfo::properties(int ordinal) {
   DeviceInfo d;
   cudaDeviceProp p{};
   CT_CUDA(cudaGetDeviceProperties(&p, ordinal));
-  CT_CUDA(cudaSetDevice(ordinal));
   d.ordinal = ordinal;
   d.name = p.name;
+  d.uuid = format_uuid(p.uuid);
   d.cc_major = p.major;
   d.cc_minor = p.minor;
   d.sms = p.multiProcessorCount;

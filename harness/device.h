@@ -25,6 +25,7 @@ struct Ceilings {
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;
+  std::string uuid;  // "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", as nvidia-smi prints it
   int cc_major = 0, cc_minor = 0;
   int sms = 0;
   int64_t global_mem_bytes = 0;
@@ -50,7 +51,9 @@ struct DeviceInfo {
   static DeviceInfo from_json(const json& j);
 
   static int count();               // 0 without a usable GPU (never throws)
-  static DeviceInfo query(int ordinal);
+  static DeviceInfo query(int ordinal);  // and makes it the current device
+  // The same without making the device current: creates no CUDA context (the sweep's supervisor).
+  static DeviceInfo properties(int ordinal);
   // The limits of a device of compute capability 9.0 (H100), for tests and planning with no GPU.
   static DeviceInfo offline_sm90();
 };

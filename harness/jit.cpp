@@ -1,6 +1,7 @@
 #include "harness/jit.h"
 
 #include <nvrtc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -200,10 +201,11 @@ std::vector<char> JitCache::cubin(const JitProgram& program) {
     ++compiles_;
     compile_ms_ += ms;
   }
-  // Write then rename, so that a crash or a parallel writer never leaves half a cubin behind.
+  // Write then rename, so that a crash or a parallel writer (another thread, or another sweep's process
+  // sharing the cache) never leaves half a cubin behind; readers see the old file or the whole new one.
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  const auto tmp = path.string() + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&data));
+  const auto tmp = path.string() + ".tmp" + std::to_string(getpid()) + "-" + std::to_string(reinterpret_cast<uintptr_t>(&data));
   std::ofstream out(tmp, std::ios::binary);
   if (out && out.write(data.data(), static_cast<std::streamsize>(data.size()))) {
     out.close();

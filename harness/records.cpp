@@ -1,7 +1,12 @@
 #include "harness/records.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 
@@ -30,20 +35,70 @@ std::string record_key(const json& record) {
 }
 
 RecordWriter::RecordWriter(const std::filesystem::path& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "a");
-  if (!file_) throw std::runtime_error("cannot open " + path.string() + " for appending");
+  fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);  // read: ends_mid_line
+  if (fd_ < 0) throw std::runtime_error("cannot open " + path.string() + " for appending");
 }
 
 RecordWriter::~RecordWriter() {
-  if (file_) std::fclose(file_);
+  if (fd_ >= 0) close(fd_);
 }
 
-void RecordWriter::append(const json& record) {
-  const std::string line = record.dump() + "\n";
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
-    throw std::runtime_error("cannot write to " + path_.string());
-  fsync(fileno(file_));
+namespace {
+
+// Holds an exclusive flock on `fd` for its lifetime.
+class FileLock {
+ public:
+  explicit FileLock(int fd) : fd_(fd) {
+    while (flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) throw std::runtime_error(std::string("cannot lock a records file: ") + std::strerror(errno));
+  }
+  ~FileLock() { flock(fd_, LOCK_UN); }
+
+ private:
+  int fd_;
+};
+
+// Whether the file ends inside a line: a writer killed mid-record. The next record then starts on a new
+// line, so that it is not lost with the torn one.
+bool ends_mid_line(int fd) {
+  struct stat st {};
+  char last = '\n';
+  return fstat(fd, &st) == 0 && st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
 }
+
+}  // namespace
+
+void RecordWriter::append(const json& record) {
+  std::string line = record.dump() + "\n";
+  {
+    FileLock lock(fd_);
+    if (ends_mid_line(fd_)) line.insert(line.begin(), '\n');
+    for (size_t done = 0; done < line.size();) {
+      const ssize_t n = write(fd_, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw std::runtime_error("cannot write to " + path_.string() + ": " + std::strerror(errno));
+      done += size_t(n);
+    }
+  }
+  fsync(fd_);
+}
+
+namespace {
+
+// One line of a records file into `out`: a record, or a problem naming the line.
+void parse_record_line(const std::string& line, const std::string& where, ReadResult& out) {
+  if (line.empty()) return;
+  try {
+    json j = json::parse(line);
+    if (!j.is_object() || !j.contains("problem_key") || !j.contains("candidate") || !j.contains("status"))
+      throw std::runtime_error("not a record (needs problem_key, candidate, status)");
+    out.records.push_back(std::move(j));
+  } catch (const std::exception& e) {
+    out.problems.push_back(where + ": " + e.what());
+  }
+}
+
+}  // namespace
 
 ReadResult read_records(const std::filesystem::path& path) {
   ReadResult out;
@@ -51,17 +106,18 @@ ReadResult read_records(const std::filesystem::path& path) {
   if (!in) throw InputError(path.string() + ": cannot be read (no records.jsonl there?)");
   std::string line;
   int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty()) continue;
-    try {
-      json j = json::parse(line);
-      if (!j.is_object() || !j.contains("problem_key") || !j.contains("candidate") || !j.contains("status"))
-        throw std::runtime_error("not a record (needs problem_key, candidate, status)");
-      out.records.push_back(std::move(j));
-    } catch (const std::exception& e) {
-      out.problems.push_back(path.string() + ":" + std::to_string(number) + ": " + e.what());
-    }
+  while (std::getline(in, line)) parse_record_line(line, path.string() + ":" + std::to_string(++number), out);
+  return out;
+}
+
+ReadResult RecordFollower::read_new() {
+  ReadResult out;
+  std::ifstream in(path_, std::ios::binary);
+  if (!in || !in.seekg(offset_)) return out;  // not written yet
+  std::string line;
+  while (std::getline(in, line) && !in.eof()) {  // eof: the last line has no newline yet
+    offset_ += std::streamoff(line.size()) + 1;
+    parse_record_line(line, path_.string() + ":" + std::to_string(++line_), out);
   }
   return out;
 }

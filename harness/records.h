@@ -1,7 +1,7 @@
 // Records: one JSON object per candidate x problem, appended to records.jsonl and flushed as each one
 // completes, so a crash loses nothing and a rerun can resume.
 #pragma once
-#include <cstdio>
+#include <ios>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -33,16 +33,18 @@ std::string candidate_name(const std::string& variant, const json& config);
 // What identifies a measurement for resume: problem key + candidate name (+ " @brief" for screening).
 std::string record_key(const json& record);
 
+// Several processes may append to one file (the workers of a multi-GPU sweep): each record is one
+// write(2) under an exclusive flock on an O_APPEND descriptor, so lines never interleave.
 class RecordWriter {
  public:
   explicit RecordWriter(const std::filesystem::path& path);  // appends
   ~RecordWriter();
   RecordWriter(const RecordWriter&) = delete;
   RecordWriter& operator=(const RecordWriter&) = delete;
-  void append(const json& record);  // one line, flushed and synced to disk
+  void append(const json& record);  // one line, synced to disk
 
  private:
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
   std::filesystem::path path_;
 };
 
@@ -53,5 +55,18 @@ struct ReadResult {
 // Reads every complete record; a torn last line (a crash mid-write) is reported, not fatal.
 ReadResult read_records(const std::filesystem::path& path);
 std::set<std::string> recorded_keys(const std::vector<json>& records);
+
+// Follows a records file that others append to: each call returns the records completed since the last
+// one. A line still being written (no newline yet) waits for a later call.
+class RecordFollower {
+ public:
+  explicit RecordFollower(std::filesystem::path path) : path_(std::move(path)) {}
+  ReadResult read_new();
+
+ private:
+  std::filesystem::path path_;
+  std::streamoff offset_ = 0;
+  int line_ = 0;
+};
 
 }  // namespace convtune

@@ -67,6 +67,7 @@ class Conv2d {
 
   const std::string& candidate() const { return conv_.candidate(); }
   const std::string& rule() const { return conv_.rule(); }
+  const std::string& table() const { return conv_.table(); }
 
   // (2r+1)^2 floats on the device. Keep it alive, and call set_filter again after changing it.
   void set_filter(const float* d_filter, cudaStream_t s);

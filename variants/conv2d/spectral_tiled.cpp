@@ -24,8 +24,11 @@ struct SpectralShape {
   int v(const Conv2d& c) const { return n - 2 * int(c.r); }  // valid outputs per tile side; < 1: can't implement
   int v_or_1(const Conv2d& c) const { return std::max(1, v(c)); }  // for the grid of any config
   int smem_bytes() const { return (n * (n + 8) + n) * 8; }  // the tile (pitch n + 8) and the twiddles
+  // As the kernel's VX and X_START: tiles step VX <= V columns, aligned to 8, from column x_start <= 0.
+  int vx(const Conv2d& c) const { return v_or_1(c) >= 8 ? v_or_1(c) / 8 * 8 : v_or_1(c); }
+  int x_start(const Conv2d& c) const { return v_or_1(c) >= 8 && c.r % 8 != 0 ? int(c.r % 8) - 8 : 0; }
   dim3 grid(const Conv2d& c) const {
-    const unsigned tiles_x = ceil_div(c.w, v_or_1(c));
+    const unsigned tiles_x = ceil_div(c.w - x_start(c), vx(c));
     return dim3((tiles_x + 1) / 2, ceil_div(c.h, v_or_1(c)));  // two tiles per block along x
   }
 };
