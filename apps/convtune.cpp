@@ -14,6 +14,7 @@
 
 #include "harness/device.h"
 #include "harness/dispatch.h"
+#include "harness/dispatch_check.h"
 #include "harness/error.h"
 #include "harness/family.h"
 #include "harness/fleet.h"
@@ -272,6 +273,30 @@ int cmd_best(const std::string& folder, bool as_json) {
               << (c.ties.empty() ? "" : "  [" + std::to_string(c.ties.size()) + " within noise]") << "\n";
     print_profile_notes(b, profile_of(b));
   }
+  return 0;
+}
+
+// The table's choice on every problem of a run (typically shapes outside the table's grid) against the run's best.
+int cmd_check_dispatch(const std::string& table, const std::string& run, bool as_json) {
+  namespace fs = std::filesystem;
+  const fs::path table_path = fs::is_directory(table) ? fs::path(table) / "dispatch.json" : fs::path(table);
+  if (!fs::exists(table_path)) throw InputError("check-dispatch: no dispatch table at " + table_path.string());
+  if (!fs::exists(fs::path(run) / "records.jsonl"))
+    throw InputError("check-dispatch: " + run + " is not a run folder (no records.jsonl)");
+  json dispatch = read_json(table_path);
+  const json device = read_json(fs::path(run) / "summary.json").value("device", json::object());
+  const std::string name = device.value("name", ""), cc = device.value("compute_capability", "");
+  if (is_fleet(dispatch)) {
+    const TablePick pick = pick_table(dispatch, name, cc);
+    std::cerr << "fleet table: " << pick.rule << " for " << name << "\n";
+    dispatch = pick.table;
+  } else if (dispatch.value("device", json::object()).value("name", "") != name) {
+    std::cerr << "note: the table was measured on " << dispatch.value("device", json::object()).value("name", "?")
+              << ", the run on " << name << "\n";
+  }
+  const json check = check_dispatch(dispatch, read_records(fs::path(run) / "records.jsonl").records);
+  if (as_json) std::cout << check.dump(2) << "\n";
+  else std::cout << format_dispatch_check(check);
   return 0;
 }
 
@@ -580,6 +605,13 @@ int main(int argc, char** argv) {
   exp->add_option("runs", export_runs, "run folder(s)")->required();
   exp->add_option("-o,--output", export_out, "where a fleet table goes (several runs)");
 
+  std::string check_table, check_run;
+  auto* check = app.add_subcommand("check-dispatch", "a dispatch table's choices on the problems of another run "
+                                                     "(shapes it never measured) against each problem's measured best");
+  check->add_option("table", check_table, "dispatch.json, or the run folder that holds it")->required();
+  check->add_option("run", check_run, "run folder, measured on the GPU model of the table")->required();
+  check->add_flag("--json", as_json, "print JSON");
+
   std::string strategies;
   int trials = 50;
   double budget = 0.25;
@@ -627,6 +659,7 @@ int main(int argc, char** argv) {
       std::cout << (where / "dispatch.json").string() << "\n" << (where / "convtune_dispatch.h").string() << "\n";
       return 0;
     }
+    if (*check) return cmd_check_dispatch(check_table, check_run, as_json);
     if (*replay) return cmd_replay(folder, strategies, trials, budget, as_json);
     if (*profile) return cmd_profile(folder, worker_targets, psel, popt);
     if (*merge) {

@@ -72,12 +72,12 @@ json check_dispatch(const json& dispatch, const std::vector<json>& records) {
 std::string format_dispatch_check(const json& check) {
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-34s %-8s %-56s %9s %9s  %s\n", "problem", "rule", "table's choice", "its ms",
+  std::snprintf(line, sizeof line, "%-34s %-8s %-72s %9s %9s  %s\n", "problem", "rule", "table's choice", "its ms",
                 "best ms", "ratio (best candidate)");
   out << line;
   for (const json& r : check.at("rows")) {
     const bool has = r["ratio"].is_number();
-    std::snprintf(line, sizeof line, "%-34s %-8s %-56s %9s %9.4f  %s (%s)\n", r["problem_key"].get<std::string>().c_str(),
+    std::snprintf(line, sizeof line, "%-34s %-8s %-72s %9s %9.4f  %s (%s)\n", r["problem_key"].get<std::string>().c_str(),
                   r["rule"].get<std::string>().c_str(), r["chosen"].get<std::string>().c_str(),
                   has ? std::to_string(r["chosen_ms"].get<double>()).substr(0, 8).c_str() : "not run",
                   r["best_ms"].get<double>(), has ? std::to_string(r["ratio"].get<double>()).substr(0, 5).c_str() : "-",
