@@ -217,6 +217,7 @@ TEST(GpuSweep, OneDeviceListSweepsAsBeforeAndTagsRecords) {
     "measure": {"cold": false, "warmup": 0, "min_samples": 1, "max_samples": 2, "time_cap_s": 0.01}
   })";
   const std::set<std::string> planned = planned_keys(dir);
+  ASSERT_FALSE(planned.empty()) << "the dry run planned nothing: " << read_text(dir / "plan.json").substr(0, 600);
   const std::string cache = "CONVTUNE_CACHE_DIR=" + (dir / "jit").string();
   const std::string base = " sweep " + (dir / "spec.json").string() + " --quiet --results " + (dir / "results").string();
 
