@@ -89,7 +89,8 @@ std::set<std::string> planned_keys(const fs::path& dir, const std::string& env =
                         out.string(), false),
             0);
   std::set<std::string> keys;
-  for (const auto& c : read_json(out)["candidates"])
+  const json plan = read_json(out);  // named: a range-for over read_json(out)["candidates"] would dangle
+  for (const auto& c : plan["candidates"])
     keys.insert(c["problem"].get<std::string>() + " " + c["candidate"].get<std::string>());
   return keys;
 }
