@@ -118,8 +118,8 @@ TEST(Separable, TheRowPassTileCoversTheHalo) {
 }
 
 TEST(Separable, EveryKernelCompilesOverItsSpace) {
-  // Every config at r = 3; every 7th at r = 0, 1, 8, 16 and 32; the first implementable one at every other
-  // radius up to 32 (as test_nvrtc does for conv2d, whose direct kernels stop at 16).
+  // Every config at r = 3; every 14th at r = 0, 1, 8, 16 and 32; the first implementable one at r = 2, 4, 15
+  // (as test_nvrtc does for conv2d, sparser: the whole CI must stay under 15 minutes on 2 cores).
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   std::vector<JitProgram> programs;
   std::set<std::string> seen;
@@ -129,6 +129,7 @@ TEST(Separable, EveryKernelCompilesOverItsSpace) {
       const Problem p = separable(1000, 999, r);
       const auto configs = v->space(p, dev).enumerate();
       const bool sampled = r == 0 || r == 1 || r == 8 || r == 16 || r == 32;
+      if (!sampled && r != 3 && r != 2 && r != 4 && r != 15) continue;  // CI time: radii where tiling changes
       bool first = true;
       for (size_t i = 0; i < configs.size(); ++i) {
         const Status st = v->can_implement(p, configs[i], dev);
@@ -137,7 +138,7 @@ TEST(Separable, EveryKernelCompilesOverItsSpace) {
           EXPECT_TRUE(r != 3 || contains(st.reason, "shared memory")) << v->name() << ": " << st.reason;
           continue;
         }
-        if (r == 3 || (sampled && i % 7 == 0) || first)
+        if (r == 3 || (sampled && i % 14 == 0) || first)
           for (const JitProgram& prog : v->programs(p, configs[i]))
             if (seen.insert(prog.describe()).second) programs.push_back(prog);
         first = false;
