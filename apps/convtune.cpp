@@ -283,18 +283,9 @@ int cmd_check_dispatch(const std::string& table, const std::string& run, bool as
   if (!fs::exists(table_path)) throw InputError("check-dispatch: no dispatch table at " + table_path.string());
   if (!fs::exists(fs::path(run) / "records.jsonl"))
     throw InputError("check-dispatch: " + run + " is not a run folder (no records.jsonl)");
-  json dispatch = read_json(table_path);
-  const json device = read_json(fs::path(run) / "summary.json").value("device", json::object());
-  const std::string name = device.value("name", ""), cc = device.value("compute_capability", "");
-  if (is_fleet(dispatch)) {
-    const TablePick pick = pick_table(dispatch, name, cc);
-    std::cerr << "fleet table: " << pick.rule << " for " << name << "\n";
-    dispatch = pick.table;
-  } else if (dispatch.value("device", json::object()).value("name", "") != name) {
-    std::cerr << "note: the table was measured on " << dispatch.value("device", json::object()).value("name", "?")
-              << ", the run on " << name << "\n";
-  }
-  const json check = check_dispatch(dispatch, read_records(fs::path(run) / "records.jsonl").records);
+  const json summary = read_json(fs::path(run) / "summary.json");
+  const json check = check_dispatch(read_json(table_path), summary.value("device", json::object()),
+                                    read_records(fs::path(run) / "records.jsonl").records);
   if (as_json) std::cout << check.dump(2) << "\n";
   else std::cout << format_dispatch_check(check);
   return 0;

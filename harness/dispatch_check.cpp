@@ -7,6 +7,7 @@
 
 #include "harness/dispatch.h"
 #include "harness/error.h"
+#include "harness/fleet.h"
 #include "harness/problem.h"
 #include "harness/records.h"
 
@@ -32,17 +33,20 @@ std::map<std::string, ProblemTimes> times_by_problem(const std::vector<json>& re
 
 }  // namespace
 
-json check_dispatch(const json& dispatch, const std::vector<json>& records) {
-  json rows = json::array();
+json check_dispatch(const json& dispatch, const json& device, const std::vector<json>& records) {
+  const std::string name = device.value("name", ""), cc = device.value("compute_capability", "");
+  json rows = json::array(), table = nullptr;
   int measured = 0, within = 0;
   double worst = 0, log_sum = 0;
   for (const auto& [key, t] : times_by_problem(records)) {
-    Lookup choice;
+    DeviceLookup on_device;
     try {
-      choice = lookup(dispatch, Problem::from_json(t.problem));
+      on_device = lookup_on_device(dispatch, name, cc, Problem::from_json(t.problem));
     } catch (const InputError&) {
       continue;  // a family the table does not cover
     }
+    table = on_device.table_rule + " (" + on_device.table_device + ")";
+    const Lookup& choice = on_device.lookup;
     const std::string chosen = choice.entry.at("candidate").get<std::string>();
     auto best = t.ms.begin();
     for (auto it = t.ms.begin(); it != t.ms.end(); ++it)
@@ -61,7 +65,8 @@ json check_dispatch(const json& dispatch, const std::vector<json>& records) {
     }
     rows.push_back(std::move(row));
   }
-  return {{"rows", rows},
+  return {{"table", table},
+          {"rows", rows},
           {"problems", rows.size()},
           {"measured", measured},
           {"within_1_1", within},
@@ -72,22 +77,25 @@ json check_dispatch(const json& dispatch, const std::vector<json>& records) {
 std::string format_dispatch_check(const json& check) {
   std::ostringstream out;
   char line[512];
+  if (check["table"].is_string()) out << "table: " << check["table"].get<std::string>() << "\n";
   std::snprintf(line, sizeof line, "%-34s %-8s %-72s %9s %9s  %s\n", "problem", "rule", "table's choice", "its ms",
                 "best ms", "ratio (best candidate)");
   out << line;
   for (const json& r : check.at("rows")) {
-    const bool has = r["ratio"].is_number();
+    char its[32] = "not run", ratio[32] = "-";
+    if (r["ratio"].is_number()) {
+      std::snprintf(its, sizeof its, "%.4f", r["chosen_ms"].get<double>());
+      std::snprintf(ratio, sizeof ratio, "%.3f", r["ratio"].get<double>());
+    }
     std::snprintf(line, sizeof line, "%-34s %-8s %-72s %9s %9.4f  %s (%s)\n", r["problem_key"].get<std::string>().c_str(),
-                  r["rule"].get<std::string>().c_str(), r["chosen"].get<std::string>().c_str(),
-                  has ? std::to_string(r["chosen_ms"].get<double>()).substr(0, 8).c_str() : "not run",
-                  r["best_ms"].get<double>(), has ? std::to_string(r["ratio"].get<double>()).substr(0, 5).c_str() : "-",
-                  r["best"].get<std::string>().c_str());
+                  r["rule"].get<std::string>().c_str(), r["chosen"].get<std::string>().c_str(), its,
+                  r["best_ms"].get<double>(), ratio, r["best"].get<std::string>().c_str());
     out << line;
   }
   out << check["within_1_1"].get<int>() << " of " << check["measured"].get<int>()
       << " problems whose choice was measured are within 1.1x of their best";
-  if (check["worst_ratio"].is_number()) out << "; worst " << check["worst_ratio"].get<double>() << "x, geomean "
-                                             << check["geomean_ratio"].get<double>() << "x";
+  if (check["worst_ratio"].is_number())
+    out << "; worst " << check["worst_ratio"].get<double>() << "x, geomean " << check["geomean_ratio"].get<double>() << "x";
   const int unmeasured = check["problems"].get<int>() - check["measured"].get<int>();
   if (unmeasured) out << "; " << unmeasured << " choices were not measured by the run";
   out << "\n";

@@ -11,10 +11,12 @@ namespace convtune {
 
 using json = nlohmann::json;
 
-// {"rows": [{problem_key, rule, chosen, chosen_ms (null: the run did not measure the choice), best,
-// best_ms, ratio}], "measured": n, "within_1_1": n, "worst_ratio": x, "geomean_ratio": x}.
-// Problems of families the table does not cover are left out.
-json check_dispatch(const json& dispatch, const std::vector<json>& records);
+// The table (a single table, or a fleet's table for `device`, the run's summary device block, picked as
+// the runtime does) on every problem of `records`: {"table": how it was picked, "rows": [{problem_key,
+// rule, chosen, chosen_ms (null: the run did not measure the choice), best, best_ms, ratio}],
+// "measured": n, "within_1_1": n, "worst_ratio": x, "geomean_ratio": x}. Problems of families the
+// table does not cover are left out.
+json check_dispatch(const json& dispatch, const json& device, const std::vector<json>& records);
 
 // A table for the terminal, one row per problem, and the summary line.
 std::string format_dispatch_check(const json& check);

@@ -374,7 +374,8 @@ TEST(DispatchCheck, ComparesTheTablesChoiceWithTheBestOfTheRun) {
       record(near_r7, "conv2d.naive", kBlock, "wrong_result", 0.001, 0),  // never the best
       record(unmeasured, "conv2d.naive", kBlock, "ok", 0.5, 0),  // the table's choice was not run here
   };
-  const json check = check_dispatch(table, run);
+  const json check = check_dispatch(table, kSummary["device"], run);
+  EXPECT_EQ(check["table"], "single table (NVIDIA H100 80GB HBM3)");
   ASSERT_EQ(check["rows"].size(), 3u);
   std::map<std::string, json> by_key;
   for (const json& r : check["rows"]) by_key[r["problem_key"].get<std::string>()] = r;

@@ -44,14 +44,9 @@ std::vector<JitProgram> programs_to_compile() {
       Problem p = Problem::from_json({{"family", "conv2d"}, {"h", 1000}, {"w", 999}, {"r", r}});
       if (v->family() != p.family) continue;
       const auto configs = v->space(p, dev).enumerate();
-      // The spectral tile's radius only sets constants (the valid width, the tile step), and its unrolled
-      // FFTs are slow to compile (about 10 s each here): its whole space at r = 3, its first config at the
-      // extreme radii 0 and 16, no other radius.
-      const bool radius_is_a_constant = v->name() == "conv2d.spectral_tiled";
-      if (radius_is_a_constant && r != 0 && r != 3 && r != 16) continue;
       if (r == 3) {
         for (const auto& c : configs) add(*v, p, c);
-      } else if (!radius_is_a_constant && (r == 0 || r == 1 || r == 8 || r == 16)) {
+      } else if (r == 0 || r == 1 || r == 8 || r == 16) {
         for (size_t i = 0; i < configs.size(); i += 14) add(*v, p, configs[i]);
       } else {
         for (const auto& c : configs)

@@ -47,12 +47,7 @@ class Conv2dFamily : public Family {
   Problem example() const override { return {kConv2d, {{"h", 4096}, {"w", 4096}, {"r", 3}}}; }
   std::vector<Problem> test_problems() const override {
     std::vector<Problem> out;
-    for (auto [h, w, r] : {std::tuple{1, 1, 1}, {7, 13, 2}, {97, 31, 3}, {257, 509, 1}, {131, 67, 5}, {61, 1031, 8},
-                           {139, 83, 16}, {33, 35, 0},
-                           // w a multiple of 4, h not of any tile: the kernels' aligned float4 paths and partial tiles
-                           {97, 36, 3}, {45, 100, 7},
-                           // a radius past a small spectral tile's valid width (n = 32: 6 outputs per side)
-                           {53, 75, 13}})
+    for (auto [h, w, r] : awkward_image_shapes())
       out.push_back({kConv2d, {{"h", h}, {"w", w}, {"r", r}}});
     return out;
   }

@@ -74,9 +74,9 @@ class SpectralTiledPlan : public Plan {
     std::vector<float> filter(size_t(fw) * fw);
     CT_CUDA(cudaMemcpyAsync(filter.data(), ops.data.at(1), filter.size() * sizeof(float), cudaMemcpyDeviceToHost, stream));
     CT_CUDA(cudaStreamSynchronize(stream));
-    host_spectrum_ = filter_spectrum(filter, r_, shape_.n);
-    CT_CUDA(cudaMemcpyAsync(spectrum_.get(), host_spectrum_.data(), spectrum_.bytes(), cudaMemcpyHostToDevice, stream));
-    CT_CUDA(cudaStreamSynchronize(stream));
+    const std::vector<float2> spectrum = filter_spectrum(filter, r_, shape_.n);
+    CT_CUDA(cudaMemcpyAsync(spectrum_.get(), spectrum.data(), spectrum_.bytes(), cudaMemcpyHostToDevice, stream));
+    CT_CUDA(cudaStreamSynchronize(stream));  // before `spectrum` goes out of scope
   }
 
   void run(cudaStream_t stream) override {
@@ -97,7 +97,6 @@ class SpectralTiledPlan : public Plan {
   KernelAttributes attrs_;
   int h_, w_, r_;
   DeviceArray<float2> spectrum_;
-  std::vector<float2> host_spectrum_;
   const float* in_ = nullptr;
   float* out_ = nullptr;
 };

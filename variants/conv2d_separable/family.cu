@@ -2,6 +2,7 @@
 
 #include "harness/error.h"
 #include "harness/family.h"
+#include "variants/conv2d/conv2d.h"
 #include "variants/conv2d_separable/separable.h"
 
 namespace convtune {
@@ -75,12 +76,9 @@ class SeparableFamily : public Family {
   Problem example() const override { return {kConv2dSeparable, {{"h", 4096}, {"w", 4096}, {"r", 7}}}; }
   std::vector<Problem> test_problems() const override {
     std::vector<Problem> out;
-    for (auto [h, w, r] : {std::tuple{1, 1, 1}, {7, 13, 2}, {97, 31, 3}, {257, 509, 1}, {131, 67, 5}, {61, 1031, 8},
-                           {139, 83, 16}, {33, 35, 0},
-                           // w a multiple of 4, h not of any tile: the kernels' aligned float4 paths and partial tiles
-                           {97, 36, 3}, {45, 100, 7},
-                           // the family's largest radius, wider than many tiles and taller than the image
-                           {75, 132, 32}})
+    auto shapes = awkward_image_shapes();
+    shapes.emplace_back(75, 132, 32);  // the family's largest radius, wider than many tiles, taller than the image
+    for (auto [h, w, r] : shapes)
       out.push_back({kConv2dSeparable, {{"h", h}, {"w", w}, {"r", r}}});
     return out;
   }
