@@ -6,7 +6,7 @@
 //   MATH 1: 3xTF32 on tensor cores (mma.sync m16n8k8): a = big + small, a*b ~ small_a*big_b +
 //           big_a*small_b + big_a*big_b, small products first; fp32-level accuracy.
 //   MATH 2: TF32 on tensor cores: one product of the rounded values.
-//   MATH 1, 2: each k-step's mma's start from a zero accumulator that is then FADDed into the fp32 sum
+//   MATH 1, 2: each k-tile's mma's start from a zero accumulator that is then FADDed into the fp32 sum
 //           (the tensor core truncates in its accumulation: long sums in mma registers drift).
 // Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data,
 // 2 backward-filter), MATH, BM BN BK STAGES, TM TN (MATH 0) or WARPS_M WARPS_N (MATH 1, 2), BIAS and
@@ -56,10 +56,12 @@ constexpr int kStageFloats = BK * (kLdA + kLdB);
 __host__ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; }
 
 // How the threads cover a (fixed x BK) operand tile per k-step: consecutive threads run along the
-// fixed dimension (m or n) or along t, whichever is contiguous in memory, so that loads coalesce.
+// fixed dimension (m or n) or along t, whichever is contiguous in memory, so that loads coalesce. Along
+// the fixed dimension a warp spans 32 rows and the warps split t: each thread then decodes BK/warps taps
+// (not BK) and keeps a few rows' gather state.
 template <int kFixed, bool kAlongFixed>
 struct TileMap {
-  static constexpr int kSpanF = kAlongFixed ? min_int(kFixed, kThreads) : kThreads / min_int(BK, kThreads);
+  static constexpr int kSpanF = kAlongFixed ? min_int(kFixed, 32) : kThreads / min_int(BK, kThreads);
   static constexpr int kSpanK = kThreads / kSpanF;
   static constexpr int kCountF = kFixed / kSpanF, kCountK = BK / kSpanK;
   static_assert(kThreads % kSpanF == 0 && kFixed % kSpanF == 0 && BK % kSpanK == 0, "tile not covered evenly");
@@ -211,11 +213,10 @@ __device__ __forceinline__ void clear(Accumulators& acc) {
       for (int e = 0; e < 4; ++e) acc.v[i][j][e] = 0.f;
 }
 
-__device__ __forceinline__ unsigned to_tf32(float x) {
-  unsigned bits;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(bits) : "f"(x));
-  return bits;
-}
+// x rounded to TF32 (nearest, ties away from zero). Written out because sm_80/90's cvt.rna.tf32.f32 is
+// emulated in four instructions, one of them an infinity test that finite data never needs (an input within
+// 2^-11 of FLT_MAX rounds to infinity here; cvt would keep it finite).
+__device__ __forceinline__ unsigned to_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
 
 // x = big + small (both TF32); with MATH 2 only big is used.
 __device__ __forceinline__ void split_tf32(float x, unsigned& big, unsigned& small) {
@@ -242,56 +243,60 @@ __device__ __forceinline__ void warp_origin(int tid, int& wm, int& wn) {
 }
 
 __device__ __forceinline__ void compute_tile(Accumulators& acc, const float* tile, int tid) {
+  constexpr int kSteps = BK / 8;
   const float* as = tile;
   const float* bs = tile + BK * kLdA;
   const int lane = tid % 32, group = lane / 4, tig = lane % 4;
   int wm, wn;
   warp_origin(tid, wm, wn);
+  // The B fragments of the whole k-tile stay live; A is split one row of mma tiles at a time (register
+  // pressure), within which the kMmaN accumulators are independent.
+  unsigned b_big[kSteps][kMmaN][2], b_small[kSteps][kMmaN][2];
 #pragma unroll
-  for (int kk = 0; kk < BK; kk += 8) {
-    unsigned b_big[kMmaN][2], b_small[kMmaN][2];
-    const float* b_lo = bs + (kk + tig) * kLdB + wn + group;  // k = tig
-    const float* b_hi = b_lo + 4 * kLdB;                       // k = tig + 4
+  for (int ks = 0; ks < kSteps; ++ks) {
+    const float* b_lo = bs + (8 * ks + tig) * kLdB + wn + group;  // k = tig
+    const float* b_hi = b_lo + 4 * kLdB;                          // k = tig + 4
 #pragma unroll
     for (int j = 0; j < kMmaN; ++j) {
-      split_tf32(b_lo[j * 8], b_big[j][0], b_small[j][0]);
-      split_tf32(b_hi[j * 8], b_big[j][1], b_small[j][1]);
+      split_tf32(b_lo[j * 8], b_big[ks][j][0], b_small[ks][j][0]);
+      split_tf32(b_hi[j * 8], b_big[ks][j][1], b_small[ks][j][1]);
     }
-    const float* a_lo = as + (kk + tig) * kLdA + wm + group;
-    const float* a_hi = a_lo + 4 * kLdA;
-    // One row of mma tiles at a time keeps a single A fragment pair live (register pressure); within
-    // it the kMmaN accumulators are independent, so consecutive mma's do not wait on each other.
+  }
 #pragma unroll
-    for (int i = 0; i < kMmaM; ++i) {
+  for (int i = 0; i < kMmaM; ++i) {
+    // The tensor core's fp32 accumulation is not IEEE: it aligns the addends to the largest exponent and
+    // truncates, so a long sum kept in an mma accumulator drifts (3xTF32 failed the strict bound by 1.6x
+    // at t = 2304 and by 100x at t = 8.4M). Each k-tile's BK products therefore go into a fresh zero
+    // accumulator `part` that is then added to acc with a rounded FADD: the long sum is ordinary
+    // round-to-nearest fp32, and truncation only touches sums of BK terms.
+    float part[kMmaN][4];
+#pragma unroll
+    for (int j = 0; j < kMmaN; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) part[j][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+      const float* a_lo = as + (8 * ks + tig) * kLdA + wm + group + i * 16;
+      const float* a_hi = a_lo + 4 * kLdA;
       unsigned a_big[4], a_small[4];
-      split_tf32(a_lo[i * 16], a_big[0], a_small[0]);
-      split_tf32(a_lo[i * 16 + 8], a_big[1], a_small[1]);
-      split_tf32(a_hi[i * 16], a_big[2], a_small[2]);
-      split_tf32(a_hi[i * 16 + 8], a_big[3], a_small[3]);
-      // The tensor core's fp32 accumulation is not IEEE: it aligns the addends to the largest exponent
-      // and truncates, so a long sum kept in an mma accumulator drifts (3xTF32 failed the strict bound
-      // by 1.6x at t = 2304 and by 100x at t = 8.4M). Each k-step's products therefore go into a fresh
-      // zero accumulator `part` (magnitude of 8 terms, where truncation costs ~2^-22 of 8 terms) that
-      // is then added to acc with a rounded FADD: the long sum is ordinary round-to-nearest fp32.
-      float part[kMmaN][4];
-#pragma unroll
-      for (int j = 0; j < kMmaN; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) part[j][e] = 0.f;
+      split_tf32(a_lo[0], a_big[0], a_small[0]);
+      split_tf32(a_lo[8], a_big[1], a_small[1]);
+      split_tf32(a_hi[0], a_big[2], a_small[2]);
+      split_tf32(a_hi[8], a_big[3], a_small[3]);
 #if MATH == 1
       // The small cross terms first, then the big product.
 #pragma unroll
-      for (int j = 0; j < kMmaN; ++j) mma_tf32(part[j], a_small, b_big[j]);
+      for (int j = 0; j < kMmaN; ++j) mma_tf32(part[j], a_small, b_big[ks][j]);
 #pragma unroll
-      for (int j = 0; j < kMmaN; ++j) mma_tf32(part[j], a_big, b_small[j]);
+      for (int j = 0; j < kMmaN; ++j) mma_tf32(part[j], a_big, b_small[ks][j]);
 #endif
 #pragma unroll
-      for (int j = 0; j < kMmaN; ++j) mma_tf32(part[j], a_big, b_big[j]);
-#pragma unroll
-      for (int j = 0; j < kMmaN; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc.v[i][j][e] += part[j][e];
+      for (int j = 0; j < kMmaN; ++j) mma_tf32(part[j], a_big, b_big[ks][j]);
     }
+#pragma unroll
+    for (int j = 0; j < kMmaN; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc.v[i][j][e] += part[j][e];
   }
 }
 

@@ -17,12 +17,20 @@
 
 namespace igemm {
 
+// A filter of at most kMaskTaps taps is gathered through a bit mask per GEMM row of the taps that land
+// inside the tensor (set once per row): an element then costs a shift and an add instead of four
+// compares and an index computation. Bit 31 stays clear: the tap past the end of t points at it.
+constexpr int kMaskTaps = 31;
+constexpr int kNoTapBit = 31;
+
 // forward: m = (img, p, q), n = k, t = (c, i, j).  A = x (gathered), B = filter, D = y.
 struct FwdGemm {
   static constexpr bool kAAlongM = true;  // consecutive m = consecutive q: coalesced along m
-  struct Row { int base, y0, x0; bool valid; };  // x offset of image img; top-left input pixel
-  struct Col { int base; bool valid; };          // filter offset of map n
-  struct Tap { int t, c, i, j; bool valid; };
+  // x offset of image img; top-left input pixel; with the mask: base + the top-left's offset, the taps inside
+  struct Row { int base, y0, x0, off; unsigned mask; bool valid; };
+  struct Col { int base; bool valid; };  // filter offset of map n
+  struct Tap { int t, c, i, j, off, bit; bool valid; };  // off: c*h*w + i*w + j; bit: i*s + j
+  template <class Shape> static IGEMM_HD bool masked(const Shape& s) { return s.r * s.s <= kMaskTaps; }
 
   template <class Shape> static IGEMM_HD int m_size(const Shape& s) { return s.n * s.p * s.q; }
   template <class Shape> static IGEMM_HD int n_size(const Shape& s) { return s.k; }
@@ -30,15 +38,25 @@ struct FwdGemm {
 
   template <class Shape> static IGEMM_HD Row row(const Shape& s, int m) {
     const int q = m % s.q, p = (m / s.q) % s.p, img = m / (s.q * s.p);
-    return {img * s.c * s.h * s.w, p * s.u - s.pad_h, q * s.v - s.pad_w, m < m_size(s)};
+    const int base = img * s.c * s.h * s.w, y0 = p * s.u - s.pad_h, x0 = q * s.v - s.pad_w;
+    const bool valid = m < m_size(s);
+    unsigned mask = 0;
+    if (masked(s) && valid)
+      for (int i = 0; i < s.r; ++i)
+        for (int j = 0; j < s.s; ++j)
+          if (y0 + i >= 0 && y0 + i < s.h && x0 + j >= 0 && x0 + j < s.w) mask |= 1u << (i * s.s + j);
+    return {base, y0, x0, base + y0 * s.w + x0, mask, valid};
   }
   template <class Shape> static IGEMM_HD Col col(const Shape& s, int n) {
     return {n * t_size(s), n < n_size(s)};
   }
   template <class Shape> static IGEMM_HD Tap tap(const Shape& s, int t) {
-    return {t, t / (s.r * s.s), (t / s.s) % s.r, t % s.s, t < t_size(s)};
+    const int c = t / (s.r * s.s), rs = t - c * s.r * s.s, i = rs / s.s, j = rs - i * s.s;
+    const bool valid = t < t_size(s);
+    return {t, c, i, j, (c * s.h + i) * s.w + j, valid ? rs : kNoTapBit, valid};
   }
   template <class Shape> static IGEMM_HD int a_offset(const Shape& s, const Row& a, const Tap& k) {
+    if (masked(s)) return (a.mask >> k.bit) & 1u ? a.off + k.off : -1;
     const int y = a.y0 + k.i, x = a.x0 + k.j;
     const bool inside = y >= 0 && y < s.h && x >= 0 && x < s.w;
     return a.valid && k.valid && inside ? a.base + (k.c * s.h + y) * s.w + x : -1;
@@ -58,9 +76,13 @@ struct FwdGemm {
 // dy[img, k, p, q] reaches dx[img, c, y, x] through tap (i, j) when p*u = y + pad_h - i (exactly).
 struct BwdDataGemm {
   static constexpr bool kAAlongM = true;  // consecutive m = consecutive x
-  struct Row { int base, yp, xp; bool valid; };  // dy offset of image img; y + pad_h, x + pad_w
-  struct Col { int base; bool valid; };          // filter offset of input map n within output map 0
-  struct Tap { int k, i, j; bool valid; };
+  // dy offset of image img; y + pad_h, x + pad_w; with the mask (stride 1): base + yp*q + xp, the taps inside
+  struct Row { int base, yp, xp, off; unsigned mask; bool valid; };
+  struct Col { int base; bool valid; };  // filter offset of input map n within output map 0
+  struct Tap { int k, i, j, off, bit; bool valid; };  // off: (k*p - i)*q - j; bit: i*s + j
+  template <class Shape> static IGEMM_HD bool masked(const Shape& s) {
+    return s.u == 1 && s.v == 1 && s.r * s.s <= kMaskTaps;
+  }
 
   template <class Shape> static IGEMM_HD int m_size(const Shape& s) { return s.n * s.h * s.w; }
   template <class Shape> static IGEMM_HD int n_size(const Shape& s) { return s.c; }
@@ -68,15 +90,25 @@ struct BwdDataGemm {
 
   template <class Shape> static IGEMM_HD Row row(const Shape& s, int m) {
     const int x = m % s.w, y = (m / s.w) % s.h, img = m / (s.w * s.h);
-    return {img * s.k * s.p * s.q, y + s.pad_h, x + s.pad_w, m < m_size(s)};
+    const int base = img * s.k * s.p * s.q, yp = y + s.pad_h, xp = x + s.pad_w;
+    const bool valid = m < m_size(s);
+    unsigned mask = 0;
+    if (masked(s) && valid)
+      for (int i = 0; i < s.r; ++i)
+        for (int j = 0; j < s.s; ++j)
+          if (yp - i >= 0 && yp - i < s.p && xp - j >= 0 && xp - j < s.q) mask |= 1u << (i * s.s + j);
+    return {base, yp, xp, base + yp * s.q + xp, mask, valid};
   }
   template <class Shape> static IGEMM_HD Col col(const Shape& s, int n) {
     return {n * s.r * s.s, n < n_size(s)};
   }
   template <class Shape> static IGEMM_HD Tap tap(const Shape& s, int t) {
-    return {t / (s.r * s.s), (t / s.s) % s.r, t % s.s, t < t_size(s)};
+    const int k = t / (s.r * s.s), rs = t - k * s.r * s.s, i = rs / s.s, j = rs - i * s.s;
+    const bool valid = t < t_size(s);
+    return {k, i, j, (k * s.p - i) * s.q - j, valid ? rs : kNoTapBit, valid};
   }
   template <class Shape> static IGEMM_HD int a_offset(const Shape& s, const Row& a, const Tap& k) {
+    if (masked(s)) return (a.mask >> k.bit) & 1u ? a.off + k.off : -1;
     const int row = a.yp - k.i, col = a.xp - k.j;  // = p*u, q*v when this tap reads the pixel
     if (!a.valid || !k.valid || row < 0 || col < 0 || row % s.u != 0 || col % s.v != 0) return -1;
     const int p = row / s.u, q = col / s.v;
