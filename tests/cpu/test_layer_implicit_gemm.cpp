@@ -230,6 +230,28 @@ TEST(LayerImplicitGemm, SplitsThatIdleTheGpuArePruned) {
   EXPECT_TRUE(v.can_implement(p, c, dev).ok) << v.can_implement(p, c, dev).reason;
 }
 
+// Forward and backward-data split t only for grids too small to fill the GPU: the C256 14x14 layer's
+// 6272 x 256 GEMM is 196 tiles of 128x64 (splits 2 allowed, 4 not: 392 CTAs already fill 132 SMs twice);
+// the 56x56 layer's 1568 tiles take no split.
+TEST(LayerImplicitGemm, ForwardSplitsOnlyForSmallGrids) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  for (const char* family : {"layer_fwd", "layer_bwd_data"}) {
+    const Variant& v = Registry::instance().get(std::string(family) + ".implicit_gemm");
+    const Problem small = big(family, {32, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1});
+    Config c = config(kMath3xTf32, "128x64x16", 2);
+    for (int split : {1, 2}) {
+      c["splits"] = split;
+      EXPECT_TRUE(v.can_implement(small, c, dev).ok) << family << " " << v.can_implement(small, c, dev).reason;
+    }
+    c["splits"] = 4;
+    const Status s = v.can_implement(small, c, dev);
+    EXPECT_FALSE(s.ok) << family;
+    EXPECT_TRUE(contains(s.reason, "twice")) << s.reason;
+    c["splits"] = 2;
+    EXPECT_FALSE(v.can_implement(big_shapes(family).front(), c, dev).ok) << family;
+  }
+}
+
 TEST(LayerImplicitGemm, CostByHand) {
   const Variant& v = Registry::instance().get("layer_fwd.implicit_gemm");
   const Problem p = big_shapes("layer_fwd").front();  // m = 32*56*56 = 100352, n = 64, t = 64*9 = 576

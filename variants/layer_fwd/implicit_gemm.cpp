@@ -68,7 +68,7 @@ const GemmTile* find_gemm_tile(const std::string& name) {
 std::string ImplicitGemmVariant::summary() const {
   return "implicit GEMM of the " + pass_name(pass_) +
          " pass (operands gathered on the fly into cp.async-pipelined shared tiles); fp32 SIMT, 3xTF32 or "
-         "TF32 mma.sync" + (pass_ == GemmPass::bwd_filter ? "; the long t sum split over CTAs, reduced in order" : "");
+         "TF32 mma.sync; the t sum optionally split over CTAs, reduced in order";
 }
 
 ParamSpace ImplicitGemmVariant::space(const Problem&, const DeviceInfo&) const {
@@ -84,6 +84,9 @@ ParamSpace ImplicitGemmVariant::space(const Problem&, const DeviceInfo&) const {
   if (pass_ == GemmPass::bwd_filter)
     s.add("splits", "CTAs sharing the n*P*Q sum of each tile, summed in order by a second kernel",
           layer_values({1, 4, 16, 64, 256, 1024}));
+  else
+    s.add("splits", "CTAs sharing the t sum of each tile, summed in order by a second kernel (small images, "
+                    "whose GEMM has too few tiles to fill the GPU)", layer_values({1, 2, 4}));
   return s;
 }
 
@@ -110,6 +113,11 @@ Status ImplicitGemmVariant::constraints(const LayerShape& l, const Config& c, co
       4 * int64_t(split) <= k_tiles(pass_, l, *tile))
     return Status::no("splits " + std::to_string(split) + " x " + std::to_string(tiles) + " tiles fill under a quarter of the " +
                       std::to_string(dev.sms) + " SMs, and splits " + std::to_string(4 * split) + " is allowed");
+  // Forward and backward-data split only while half the splits would leave under two CTAs per SM: beyond
+  // that the partials' traffic buys no occupancy.
+  if (pass_ != GemmPass::bwd_filter && split > 1 && dev.sms > 0 && tiles * (split / 2) >= 2 * int64_t(dev.sms))
+    return Status::no("splits " + std::to_string(split) + ": " + std::to_string(tiles) + " tiles x " +
+                      std::to_string(split / 2) + " already fill the " + std::to_string(dev.sms) + " SMs twice");
   if (double(e.m) + tile->bm > kInt32Limit || double(e.n) + tile->bn > kInt32Limit ||
       double(split) * double(e.m) * double(e.n) > kInt32Limit)
     return Status::no("GEMM too large for the kernel's 32-bit indices");
@@ -158,7 +166,7 @@ std::vector<std::string> ImplicitGemmVariant::defines(const LayerShape&, const P
     o.push_back(layer_define("BIAS", prob.at("bias")));
     o.push_back(layer_define("RELU", prob.at("relu")));
   }
-  if (pass_ == GemmPass::bwd_filter) o.push_back(layer_define("SPLITS", splits(c)));
+  o.push_back(layer_define("SPLITS", splits(c)));
   return o;
 }
 

@@ -49,7 +49,8 @@ class ImplicitGemmVariant : public JitLayerVariant {
   Cost cost(const Problem& p, const Config& c) const override;
   Tolerance tolerance(const Problem& p, const Config& c) const override;
   int complexity() const override { return 4; }
-  int splits(const Config& c) const { return pass_ == GemmPass::bwd_filter ? c.at("splits").get<int>() : 1; }
+  // CTAs sharing each tile's t sum (1 where a config predates the parameter, e.g. an older dispatch table).
+  int splits(const Config& c) const { return c.contains("splits") ? c.at("splits").get<int>() : 1; }
 
  protected:
   std::string source() const override { return "layer_implicit_gemm.cuh"; }

@@ -10,7 +10,8 @@
 //           (the tensor core truncates in its accumulation: long sums in mma registers drift).
 // Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data,
 // 2 backward-filter), MATH, BM BN BK STAGES, TM TN (MATH 0) or WARPS_M WARPS_N (MATH 1, 2), BIAS and
-// RELU (forward), SPLITS (backward-filter: t split over gridDim.z, partials summed by split_reduce_kernel).
+// RELU (forward), SPLITS (t split over gridDim.z, each slice's partial D in the workspace, summed in slice
+// order by split_reduce_kernel, which then applies bias and ReLU).
 #include "layer_implicit_gemm_gather.cuh"
 
 #ifndef BIAS
@@ -124,18 +125,24 @@ __device__ __forceinline__ void load_tile(float* tile, const Gathers& g, const f
   }
 }
 
-// One output element: bias and ReLU (forward only), guarded by the GEMM's extent in n.
-__device__ __forceinline__ void store_element(float* __restrict__ d, const float* __restrict__ bias, int d_row,
-                                              int n, float value) {
-  const DefinedShape s;
-  if (n >= Gemm::n_size(s)) return;
+// Bias and ReLU of the forward pass's output map n.
+__device__ __forceinline__ float epilogue(const float* __restrict__ bias, int n, float value) {
 #if BIAS
   value += bias[n];
 #endif
 #if RELU
   value = value < 0.f ? 0.f : value;
 #endif
-  d[d_row + n * Gemm::d_col_stride(s)] = value;
+  return value;
+}
+
+// One output element, guarded by the GEMM's extent in n; a split's partial is stored as it is (the
+// reduction applies the epilogue to the sum).
+__device__ __forceinline__ void store_element(float* __restrict__ d, const float* __restrict__ bias, int d_row,
+                                              int n, float value) {
+  const DefinedShape s;
+  if (n >= Gemm::n_size(s)) return;
+  d[d_row + n * Gemm::d_col_stride(s)] = SPLITS > 1 ? value : epilogue(bias, n, value);
 }
 
 #if MATH == 0
@@ -377,44 +384,59 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
 }
 
 // ---- entry points: the operands in the family's order, then the workspace ---------------------------------
+// With SPLITS > 1 each z-slice of the grid writes its partial D, laid out as D, to workspace[z].
+constexpr int kOutputElements = PASS == 0 ? N * K * P * Q : PASS == 1 ? N * C * H * W : K * C * R * S;
+
+__device__ __forceinline__ float* split_output(float* out, void* workspace) {
+  return SPLITS > 1 ? static_cast<float*>(workspace) + blockIdx.z * kOutputElements : out;
+}
+
+// out = the splits' partials summed in split order (deterministic, no atomics), then the epilogue.
+__device__ __forceinline__ void split_reduce(const float* __restrict__ bias, float* __restrict__ out,
+                                             const void* workspace) {
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= kOutputElements) return;
+  const float* partials = static_cast<const float*>(workspace);
+  float sum = 0.f;
+#pragma unroll 4
+  for (int z = 0; z < SPLITS; ++z) sum += partials[z * kOutputElements + e];
+  out[e] = PASS == 0 ? epilogue(bias, (e / (P * Q)) % K, sum) : sum;
+}
+
 #if PASS == 0
-extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    implicit_gemm_kernel(const float* __restrict__ x, const float* __restrict__ filter,
 #if BIAS
-                         const float* __restrict__ bias,
+#define BIAS_PARAM const float* __restrict__ bias,
+#else
+#define BIAS_PARAM
+constexpr const float* bias = nullptr;
 #endif
-                         float* __restrict__ y, void* workspace) {
-#if !BIAS
-  const float* bias = nullptr;
-#endif
-  gemm(x, filter, bias, y);
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
+    implicit_gemm_kernel(const float* __restrict__ x, const float* __restrict__ filter, BIAS_PARAM float* __restrict__ y,
+                         void* workspace) {
+  gemm(x, filter, bias, split_output(y, workspace));
+}
+extern "C" __global__ void split_reduce_kernel(const float* __restrict__ x, const float* __restrict__ filter,
+                                               BIAS_PARAM float* __restrict__ y, void* workspace) {
+  split_reduce(bias, y, workspace);
 }
 #elif PASS == 1
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     implicit_gemm_kernel(const float* __restrict__ dy, const float* __restrict__ filter, float* __restrict__ dx,
                          void* workspace) {
-  gemm(dy, filter, nullptr, dx);
+  gemm(dy, filter, nullptr, split_output(dx, workspace));
+}
+extern "C" __global__ void split_reduce_kernel(const float* __restrict__ dy, const float* __restrict__ filter,
+                                               float* __restrict__ dx, void* workspace) {
+  split_reduce(nullptr, dx, workspace);
 }
 #else
-constexpr int kFilterElements = K * C * R * S;
-
-// With SPLITS > 1 each z-slice of the grid writes its partial D to workspace[z][K][C*R*S].
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     implicit_gemm_kernel(const float* __restrict__ x, const float* __restrict__ dy, float* __restrict__ dw,
                          void* workspace) {
-  float* d = SPLITS > 1 ? static_cast<float*>(workspace) + blockIdx.z * kFilterElements : dw;
-  gemm(dy, x, nullptr, d);
+  gemm(dy, x, nullptr, split_output(dw, workspace));
 }
-
-// dw = the splits' partials summed in split order: deterministic, no atomics.
 extern "C" __global__ void split_reduce_kernel(const float* __restrict__ x, const float* __restrict__ dy,
                                                float* __restrict__ dw, void* workspace) {
-  const int e = blockIdx.x * blockDim.x + threadIdx.x;
-  if (e >= kFilterElements) return;
-  const float* partials = static_cast<const float*>(workspace);
-  float sum = 0.f;
-#pragma unroll 4
-  for (int z = 0; z < SPLITS; ++z) sum += partials[z * kFilterElements + e];
-  dw[e] = sum;
+  split_reduce(nullptr, dw, workspace);
 }
 #endif
