@@ -6,8 +6,8 @@
 
 namespace convtune {
 
-ParamSpace& ParamSpace::add(std::string name, std::string meaning, std::vector<json> values) {
-  params_.push_back({std::move(name), std::move(meaning), std::move(values)});
+ParamSpace& ParamSpace::add(std::string name, std::string meaning, std::vector<json> values, json absent) {
+  params_.push_back({std::move(name), std::move(meaning), std::move(values), std::move(absent)});
   return *this;
 }
 
@@ -80,6 +80,7 @@ void ParamSpace::check_config(const Config& cfg, const std::string& where) const
     if (!find(name)) throw InputError(where + "." + name + ": unknown parameter; allowed: " + known_names(params_));
   }
   for (const auto& p : params_) {
+    if (!cfg.contains(p.name) && !p.absent.is_null()) continue;
     if (!cfg.contains(p.name))
       throw InputError(where + "." + p.name + ": missing (" + p.meaning + "; values: " + value_list(p.values) + ")");
     const json& v = cfg[p.name];

@@ -18,11 +18,13 @@ struct Param {
   std::string name;
   std::string meaning;
   std::vector<json> values;
+  json absent;  // the value a config without this parameter means (null: required); for a parameter added
+                // after dispatch tables were shipped, so that their configs still name a point
 };
 
 class ParamSpace {
  public:
-  ParamSpace& add(std::string name, std::string meaning, std::vector<json> values);
+  ParamSpace& add(std::string name, std::string meaning, std::vector<json> values, json absent = nullptr);
   const std::vector<Param>& params() const { return params_; }
   const Param* find(const std::string& name) const;
   size_t size() const;  // points in the full product
@@ -33,7 +35,8 @@ class ParamSpace {
   // parameter is unknown (it lists the known ones). Values outside the declared ones are allowed, so
   // that a user can reach any point; can_implement still judges them.
   ParamSpace restricted(const json& overrides, const std::string& where) const;
-  // Throws InputError unless `cfg` names exactly this space's parameters with values of the right kind.
+  // Throws InputError unless `cfg` names this space's parameters (those with an `absent` value may be left
+  // out) with values of the right kind.
   void check_config(const Config& cfg, const std::string& where) const;
   json to_json() const;
 

@@ -252,6 +252,26 @@ TEST(LayerImplicitGemm, ForwardSplitsOnlyForSmallGrids) {
   }
 }
 
+// Dispatch tables exported before forward splits existed name configs without "splits": they still
+// check (and mean splits 1); backward-filter, which always had the parameter, still requires it.
+TEST(LayerImplicitGemm, AConfigFromBeforeForwardSplitsStillChecks) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  for (const char* family : kPasses) {
+    const Variant& v = Registry::instance().get(std::string(family) + ".implicit_gemm");
+    const Problem p = big_shapes(family).front();
+    const Config old = config(kMath3xTf32, "64x64x16", 2);
+    const ParamSpace space = v.space(p, dev);
+    if (std::string(family) == "layer_bwd_filter") {
+      EXPECT_THROW(space.check_config(old, "cfg"), InputError);
+    } else {
+      EXPECT_NO_THROW(space.check_config(old, "cfg")) << family;
+      Config explicit_one = old;
+      explicit_one["splits"] = 1;
+      EXPECT_EQ(v.can_implement(p, old, dev).ok, v.can_implement(p, explicit_one, dev).ok) << family;
+    }
+  }
+}
+
 TEST(LayerImplicitGemm, CostByHand) {
   const Variant& v = Registry::instance().get("layer_fwd.implicit_gemm");
   const Problem p = big_shapes("layer_fwd").front();  // m = 32*56*56 = 100352, n = 64, t = 64*9 = 576

@@ -86,7 +86,7 @@ ParamSpace ImplicitGemmVariant::space(const Problem&, const DeviceInfo&) const {
           layer_values({1, 4, 16, 64, 256, 1024}));
   else
     s.add("splits", "CTAs sharing the t sum of each tile, summed in order by a second kernel (small images, "
-                    "whose GEMM has too few tiles to fill the GPU)", layer_values({1, 2, 4}));
+                    "whose GEMM has too few tiles to fill the GPU)", layer_values({1, 2, 4}), 1);
   return s;
 }
 
