@@ -48,4 +48,10 @@ if [ ${#pip_missing[@]} -gt 0 ]; then
     exit 1
   fi
 fi
+# Optional: pytest-xdist runs the plot tests on every core (the Makefile uses it when present). A machine
+# that cannot download (the GPU machine) runs them serially.
+if [ "$what" = test ] && ! python3 -c "import xdist" 2>/dev/null && { [ "$(id -u)" = 0 ] || [ -n "${VIRTUAL_ENV:-}" ]; }; then
+  { python3 -m pip install -q pytest-xdist 2>/dev/null || python3 -m pip install -q --break-system-packages pytest-xdist 2>/dev/null; } ||
+    echo "deps: pytest-xdist not installed (optional); the Python tests run serially"
+fi
 exit 0
