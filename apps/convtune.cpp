@@ -142,7 +142,7 @@ int cmd_run(const std::string& variant, const std::string& problem_text, const s
   // Unnamed parameters take their first listed value, so `run` works with a partial config.
   for (const auto& prm : space.params())
     if (!cfg.contains(prm.name)) cfg[prm.name] = prm.values.front();
-  space.check_config(cfg, "--config");
+  cfg = space.complete_config(cfg, "--config");
   // An integer off the space's grid is allowed on purpose (exploring by hand), but said and marked.
   json off_grid = json::array();
   for (const auto& prm : space.params())

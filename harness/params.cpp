@@ -73,14 +73,16 @@ ParamSpace ParamSpace::restricted(const json& overrides, const std::string& wher
   return out;
 }
 
-void ParamSpace::check_config(const Config& cfg, const std::string& where) const {
-  if (!cfg.is_object()) throw InputError(where + ": must be an object");
+Config ParamSpace::complete_config(const Config& given, const std::string& where) const {
+  if (!given.is_object()) throw InputError(where + ": must be an object");
+  Config cfg = given;
+  for (const auto& p : params_)
+    if (!cfg.contains(p.name) && !p.absent.is_null()) cfg[p.name] = p.absent;
   for (const auto& [name, v] : cfg.items()) {
     (void)v;
     if (!find(name)) throw InputError(where + "." + name + ": unknown parameter; allowed: " + known_names(params_));
   }
   for (const auto& p : params_) {
-    if (!cfg.contains(p.name) && !p.absent.is_null()) continue;
     if (!cfg.contains(p.name))
       throw InputError(where + "." + p.name + ": missing (" + p.meaning + "; values: " + value_list(p.values) + ")");
     const json& v = cfg[p.name];
@@ -91,6 +93,7 @@ void ParamSpace::check_config(const Config& cfg, const std::string& where) const
     if (want_string && std::find(p.values.begin(), p.values.end(), v) == p.values.end())
       throw InputError(where + "." + p.name + ": unknown value " + v.dump() + "; allowed: " + value_list(p.values));
   }
+  return cfg;
 }
 
 json ParamSpace::to_json() const {

@@ -35,9 +35,9 @@ class ParamSpace {
   // parameter is unknown (it lists the known ones). Values outside the declared ones are allowed, so
   // that a user can reach any point; can_implement still judges them.
   ParamSpace restricted(const json& overrides, const std::string& where) const;
-  // Throws InputError unless `cfg` names this space's parameters (those with an `absent` value may be left
-  // out) with values of the right kind.
-  void check_config(const Config& cfg, const std::string& where) const;
+  // `cfg` with each left-out parameter that has an `absent` value set to it; throws InputError unless the
+  // result names exactly this space's parameters with values of the right kind.
+  Config complete_config(const Config& cfg, const std::string& where) const;
   json to_json() const;
 
  private:

@@ -120,9 +120,9 @@ Convolution::Convolution(const std::string& dispatch_json_path, const std::strin
           if (config.is_null())
             throw std::runtime_error("no config of its space can run" + (refused.empty() ? "" : " (" + refused + ")"));
         }
+        config = space.complete_config(config, convtune::candidate_name(t.variant, config));
         name = convtune::candidate_name(t.variant, config);
         if (!tried.insert(name).second) continue;
-        space.check_config(config, name);
         const convtune::Status st = v.can_implement(m.problem, config, dev);
         if (!st) throw std::runtime_error(st.reason);
         m.plan = v.prepare(m.problem, config, dev, *m.jit);

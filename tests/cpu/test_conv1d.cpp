@@ -416,7 +416,7 @@ TEST(Conv1dConstraints, ConstantMemoryHoldsAtMost16384Taps) {
 TEST(Conv1dConstraints, BatchedFftSizesMustBe7Smooth) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   const Problem p = c1d(100000, 33, 1);
-  // Configs outside the declared values reach can_implement as they are (check_config is not called).
+  // Configs outside the declared values reach can_implement as they are (complete_config is not called).
   for (int size : {1100, 1024 * 11, 1013}) {  // 2^2 5^2 11, 2^10 11, prime
     expect_refused(get("conv1d.overlap_discard_fft").can_implement(p, {{"fft_size", size}}, dev), "prime factor",
                    "overlap_discard_fft " + std::to_string(size));

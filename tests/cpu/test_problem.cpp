@@ -83,7 +83,7 @@ TEST(Params, ParsesCommandLineConfigs) {
   EXPECT_THROW(parse_config("tile_x", "--config"), InputError);
   ParamSpace s;
   s.add("tile_x", "", {16, 32}).add("dir", "", {"x", "y"});
-  EXPECT_NO_THROW(s.check_config(c, "--config"));
-  EXPECT_THROW(s.check_config(parse_config("tile_x=32", "c"), "--config"), InputError);             // missing
-  EXPECT_THROW(s.check_config(parse_config("tile_x=32,dir=y,q=1", "c"), "--config"), InputError);   // unknown
+  EXPECT_EQ(s.complete_config(c, "--config"), c);
+  EXPECT_THROW(s.complete_config(parse_config("tile_x=32", "c"), "--config"), InputError);             // missing
+  EXPECT_THROW(s.complete_config(parse_config("tile_x=32,dir=y,q=1", "c"), "--config"), InputError);   // unknown
 }

@@ -49,8 +49,7 @@ class ImplicitGemmVariant : public JitLayerVariant {
   Cost cost(const Problem& p, const Config& c) const override;
   Tolerance tolerance(const Problem& p, const Config& c) const override;
   int complexity() const override { return 4; }
-  // CTAs sharing each tile's t sum (1 where a config predates the parameter: the space's `absent` value).
-  int splits(const Config& c) const { return c.contains("splits") ? c.at("splits").get<int>() : 1; }
+  int splits(const Config& c) const { return c.at("splits").get<int>(); }
 
  protected:
   std::string source() const override { return "layer_implicit_gemm.cuh"; }
