@@ -77,8 +77,7 @@ static void check_cublas(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS) throw_cuda("cublas", cublasGetStatusString(status), call, __FILE__, __LINE__);
 }
 
-// Default math: with CUBLAS_COMPUTE_32F no TF32 runs; tf32 asks for it through the compute type alone.
-static cublasHandle_t make_handle() {
+cublasHandle_t make_gemm_handle() {
   cublasHandle_t handle = nullptr;
   check_cublas(cublasCreate(&handle), "cublasCreate");
   const cublasStatus_t status = cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH);
@@ -93,7 +92,7 @@ ChunkedGemmPlan::ChunkedGemmPlan(const Problem& p, const Config& c, std::shared_
       compute_(c.at("math") == kMathTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F),
       col_floats_(chunk_ * col_elements_per_image(l_)),
       workspace_(size_t(col_floats_ + extra_workspace_floats)), details_(gemm_details(l_, c)) {
-  handle_ = make_handle();
+  handle_ = make_gemm_handle();
 }
 
 ChunkedGemmPlan::~ChunkedGemmPlan() {
@@ -118,13 +117,15 @@ void ChunkedGemmPlan::launch_items(CUfunction fn, int64_t items, cudaStream_t st
   launch(fn, dim3(unsigned(layer_div_up(items, kGemmHelperThreads))), dim3(kGemmHelperThreads), 0, stream, args);
 }
 
-void ChunkedGemmPlan::gemm(const StridedGemm& g) const {
+void strided_gemm(cublasHandle_t handle, cublasComputeType_t compute, const StridedGemm& g) {
   const float alpha = 1.0f;
-  check_cublas(cublasGemmStridedBatchedEx(handle_, g.trans_a, g.trans_b, g.m, g.n, g.k, &alpha, g.a, CUDA_R_32F,
+  check_cublas(cublasGemmStridedBatchedEx(handle, g.trans_a, g.trans_b, g.m, g.n, g.k, &alpha, g.a, CUDA_R_32F,
                                           g.lda, g.stride_a, g.b, CUDA_R_32F, g.ldb, g.stride_b, &g.beta, g.c,
-                                          CUDA_R_32F, g.ldc, g.stride_c, g.batch, compute_, CUBLAS_GEMM_DEFAULT),
+                                          CUDA_R_32F, g.ldc, g.stride_c, g.batch, compute, CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx");
 }
+
+void ChunkedGemmPlan::gemm(const StridedGemm& g) const { strided_gemm(handle_, compute_, g); }
 
 void ChunkedGemmPlan::im2col(CUfunction fn, int first_image, int images, cudaStream_t stream) const {
   const float* x = operand(0);

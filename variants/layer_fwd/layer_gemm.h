@@ -52,6 +52,12 @@ struct StridedGemm {
   float beta;
 };
 
+// A cuBLAS handle in default math: with CUBLAS_COMPUTE_32F no TF32 runs (tf32 asks for it through the
+// compute type alone). The caller destroys it.
+cublasHandle_t make_gemm_handle();
+// One strided-batched GEMM on fp32 data with the given compute type.
+void strided_gemm(cublasHandle_t handle, cublasComputeType_t compute, const StridedGemm& g);
+
 // Walks the batch in chunks of `chunk` images (the last one shorter); the variant's run_chunk does one
 // chunk's kernels and GEMM, finish what follows the whole batch.
 class ChunkedGemmPlan : public Plan {

@@ -1,0 +1,166 @@
+// The Winograd F(2x2,3x3) variants: the whole method run on the CPU in fp32 through the kernels' own
+// transform functions (layer_winograd_tiles.cuh) against the float64 references, within the variant's
+// tolerance; the shapes it refuses; its cost; and every program compiling with NVRTC.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "harness/family.h"
+#include "harness/variant.h"
+#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_fwd/winograd.h"
+
+#include "tests/cpu/test_support.h"
+
+using namespace convtune;
+using namespace convtune::test;
+
+namespace {
+
+std::vector<std::vector<float>> random_inputs(const Problem& p, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<Operand> ops = p.operands();
+  ops.pop_back();  // the output
+  std::vector<std::vector<float>> in;
+  for (const Operand& op : ops) {
+    in.emplace_back(size_t(op.elements));
+    for (float& v : in.back()) v = dist(rng);
+  }
+  return in;
+}
+
+// The method in fp32 as the GPU runs it: U, V, the 16 products summed over ci, then A^T M A, bias, ReLU.
+std::vector<double> host_winograd(const Problem& p, WinogradPass pass, const std::vector<std::vector<float>>& in) {
+  const LayerShape l(p);
+  const wino::WinoDims d = winograd_dims(pass, l);
+  const float* bias = pass == WinogradPass::forward && p.at("bias") == 1 ? in.at(2).data() : nullptr;
+  const bool relu = pass == WinogradPass::forward && p.at("relu") == 1;
+  std::vector<float> u(size_t(16) * d.co * d.ci);  // [co][ci][16]
+  for (int co = 0; co < d.co; ++co)
+    for (int ci = 0; ci < d.ci; ++ci) {
+      float g[3][3], t[4][4];
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) g[i][j] = in[1][size_t(wino::filter_index(int(pass), d, co, ci, i, j))];
+      wino::filter_tile(g, t);
+      std::copy(&t[0][0], &t[0][0] + 16, u.begin() + (size_t(co) * d.ci + ci) * 16);
+    }
+  std::vector<double> out(size_t(p.output_elements()), std::nan(""));
+  for (int64_t image = 0; image < l.n; ++image)
+    for (int tile = 0; tile < d.tiles(); ++tile) {
+      std::vector<float> v(size_t(16) * d.ci);
+      for (int ci = 0; ci < d.ci; ++ci) {
+        float tile_in[4][4], t[4][4];
+        wino::load_input_tile(in[0].data() + (image * d.ci + ci) * d.ih * d.iw, d, tile / d.tw, tile % d.tw, tile_in);
+        wino::input_tile(tile_in, t);
+        std::copy(&t[0][0], &t[0][0] + 16, v.begin() + size_t(ci) * 16);
+      }
+      for (int co = 0; co < d.co; ++co) {
+        float m[4][4] = {}, y[2][2];
+        for (int ci = 0; ci < d.ci; ++ci)
+          for (int x = 0; x < 16; ++x) m[x / 4][x % 4] += u[(size_t(co) * d.ci + ci) * 16 + x] * v[size_t(ci) * 16 + x];
+        wino::output_tile(m, y);
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 2; ++j) {
+            const int oy = 2 * (tile / d.tw) + i, ox = 2 * (tile % d.tw) + j;
+            if (oy >= d.oh || ox >= d.ow) continue;
+            float value = y[i][j];
+            if (bias) value += bias[co];
+            if (relu && value < 0) value = 0;
+            out[size_t(((image * d.co + co) * d.oh + oy) * d.ow + ox)] = value;
+          }
+      }
+    }
+  return out;
+}
+
+// ||got - want|| / ||want|| and max |got - want| / max |want|; NaN (an element never written) fails both.
+std::pair<double, double> errors(const std::vector<double>& got, const std::vector<double>& want) {
+  double diff = 0, norm = 0, max_diff = 0, max_ref = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double e = std::fabs(got[i] - want[i]);
+    if (std::isnan(e)) return {INFINITY, INFINITY};
+    diff += e * e, norm += want[i] * want[i];
+    max_diff = std::max(max_diff, e), max_ref = std::max(max_ref, std::fabs(want[i]));
+  }
+  if (norm == 0) return {std::sqrt(diff), max_diff};  // an all-zero reference (ReLU): absolute errors
+  return {std::sqrt(diff / norm), max_diff / max_ref};
+}
+
+// n c h w k r s pad_h pad_w u v (+ bias relu for the forward pass, then precision).
+Problem shape(const std::string& family, std::vector<int64_t> values) {
+  if (family == "layer_fwd") values.insert(values.end(), {1, 1});
+  values.push_back(0);
+  return layer_problem(family, find_family(family).dims(), values);
+}
+
+const char* const kPasses[] = {"layer_fwd", "layer_bwd_data"};
+
+std::vector<Problem> shapes(const std::string& family) {
+  return {shape(family, {2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1}), shape(family, {3, 6, 11, 8, 9, 3, 3, 0, 2, 1, 1}),
+          shape(family, {1, 64, 6, 5, 32, 3, 3, 2, 0, 1, 1}), shape(family, {1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1})};
+}
+
+WinogradPass pass_of(const std::string& family) {
+  return family == "layer_fwd" ? WinogradPass::forward : WinogradPass::bwd_data;
+}
+
+const Variant& variant(const std::string& family) { return Registry::instance().get(family + ".winograd"); }
+
+}  // namespace
+
+TEST(LayerWinograd, HostMethodMatchesReferencesWithinTolerance) {
+  unsigned seed = 7;
+  for (const char* family : kPasses)
+    for (const Problem& p : shapes(family)) {
+      const auto in = random_inputs(p, seed++);
+      const auto [rel_l2, max_rel] = errors(host_winograd(p, pass_of(family), in), cpu_reference(p, in));
+      const Tolerance tol = variant(family).tolerance(p, {{"chunk", 1}});
+      EXPECT_LE(rel_l2, tol.rel_l2) << p.key();
+      EXPECT_LE(max_rel, tol.max_rel) << p.key();
+      std::printf("%s: rel_l2 %.2e (bound %.1e), max_rel %.2e (bound %.1e)\n", p.key().c_str(), rel_l2, tol.rel_l2,
+                  max_rel, tol.max_rel);
+    }
+}
+
+TEST(LayerWinograd, RefusesWhatF2x2Of3x3CannotDo) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  for (const char* family : kPasses) {
+    const Variant& v = variant(family);
+    const Config c{{"chunk", 1}};
+    EXPECT_TRUE(v.can_implement(shape(family, {1, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), c, dev).ok);
+    const Status five = v.can_implement(shape(family, {1, 2, 8, 8, 2, 5, 5, 2, 2, 1, 1}), c, dev);
+    EXPECT_FALSE(five.ok);
+    EXPECT_TRUE(contains(five.reason, "r = s = 3")) << five.reason;
+    const Status strided = v.can_implement(shape(family, {1, 2, 8, 8, 2, 3, 3, 1, 1, 2, 1}), c, dev);
+    EXPECT_FALSE(strided.ok);
+    EXPECT_TRUE(contains(strided.reason, "stride 1")) << strided.reason;
+    EXPECT_FALSE(v.can_implement(shape(family, {2, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), {{"chunk", 3}}, dev).ok);
+  }
+}
+
+// The C128 28x28 layer: 32 images of 14 x 14 tiles, ci = co = 128, chunk 8 (4 chunks).
+TEST(LayerWinograd, CostByHand) {
+  const Problem p = shape("layer_fwd", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
+  const Cost c = variant("layer_fwd").cost(p, {{"chunk", 8}});
+  const double tiles = 32.0 * 196;
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 32 * 128 * 784 * 128 * 9);
+  EXPECT_DOUBLE_EQ(c.flops_variant, 2.0 * 16 * 128 * 128 * tiles + 32.0 * 128 * tiles + 24.0 * 128 * tiles);
+  EXPECT_DOUBLE_EQ(c.bytes_model, c.bytes_min + 4.0 * 16 * (128.0 * 128 * 5 + 2.0 * 256 * tiles));
+}
+
+TEST(LayerWinogradCompile, EveryPassAndEpilogue) {
+  std::vector<JitProgram> programs;
+  for (const char* family : kPasses)
+    for (const Problem& p : shapes(family))
+      for (const JitProgram& prog : variant(family).programs(p, {{"chunk", 1}})) programs.push_back(prog);
+  Problem plain = shape("layer_fwd", {2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1});
+  plain.dims["bias"] = 0;
+  plain.dims["relu"] = 0;
+  for (const JitProgram& prog : variant("layer_fwd").programs(plain, {{"chunk", 1}})) programs.push_back(prog);
+  expect_all_compile(programs);
+}

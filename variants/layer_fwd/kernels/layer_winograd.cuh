@@ -1,0 +1,82 @@
+// The transform kernels of the Winograd F(2x2, 3x3) variants (layer_fwd.winograd, layer_bwd_data.winograd);
+// the 16 GEMMs between them are cuBLAS's (strict fp32). Layouts, for a chunk of `images` images with
+// T = images * tiles-per-image columns:
+//   U[16][co][ci]  transformed filter        V[16][ci][T]  transformed input tiles
+//   M[16][co][T]   U V per transform point    out           the 2x2 output blocks of A^T M A
+// Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data), THREADS,
+// BIAS and RELU (forward).
+#include "layer_winograd_tiles.cuh"
+
+#ifndef BIAS
+#define BIAS 0
+#endif
+#ifndef RELU
+#define RELU 0
+#endif
+
+constexpr wino::WinoDims kDims = wino::dims(PASS, C, H, W, K, PAD_H, PAD_W, P, Q);
+
+// U for every (co, ci): one thread each, consecutive threads along ci (the stores coalesce).
+extern "C" __global__ void __launch_bounds__(THREADS)
+winograd_filter(const float* __restrict__ filter, float* __restrict__ u) {
+  const int e = blockIdx.x * THREADS + threadIdx.x;
+  if (e >= kDims.co * kDims.ci) return;
+  const int co = e / kDims.ci, ci = e % kDims.ci;
+  float g[3][3], t[4][4];
+#pragma unroll
+  for (int i = 0; i < 3; ++i)
+#pragma unroll
+    for (int j = 0; j < 3; ++j) g[i][j] = __ldg(filter + wino::filter_index(PASS, kDims, co, ci, i, j));
+  wino::filter_tile(g, t);
+#pragma unroll
+  for (int x = 0; x < 16; ++x) u[x * kDims.co * kDims.ci + e] = t[x / 4][x % 4];
+}
+
+// V for every (ci, column) of the chunk that starts at image `first`: consecutive threads along the
+// columns (tiles), so the 16 stores coalesce.
+extern "C" __global__ void __launch_bounds__(THREADS)
+winograd_input(const float* __restrict__ in, float* __restrict__ v, int first, int images) {
+  const int columns = images * kDims.tiles();
+  const int e = blockIdx.x * THREADS + threadIdx.x;
+  if (e >= kDims.ci * columns) return;
+  const int ci = e / columns, col = e % columns;
+  const int image = first + col / kDims.tiles(), tile = col % kDims.tiles();
+  float d[4][4], t[4][4];
+  wino::load_input_tile(in + (size_t(image) * kDims.ci + ci) * kDims.ih * kDims.iw, kDims, tile / kDims.tw,
+                        tile % kDims.tw, d);
+  wino::input_tile(d, t);
+#pragma unroll
+  for (int x = 0; x < 16; ++x) v[(size_t(x) * kDims.ci + ci) * columns + col] = t[x / 4][x % 4];
+}
+
+// The 2x2 outputs of every (co, column): A^T M A, then the forward pass's bias and ReLU; blocks that
+// reach past the output's edge write only their inside part.
+extern "C" __global__ void __launch_bounds__(THREADS)
+winograd_output(const float* __restrict__ m, const float* __restrict__ bias, float* __restrict__ out, int first,
+                int images) {
+  const int columns = images * kDims.tiles();
+  const int e = blockIdx.x * THREADS + threadIdx.x;
+  if (e >= kDims.co * columns) return;
+  const int co = e / columns, col = e % columns;
+  const int image = first + col / kDims.tiles(), tile = col % kDims.tiles();
+  float t[4][4], y[2][2];
+#pragma unroll
+  for (int x = 0; x < 16; ++x) t[x / 4][x % 4] = m[(size_t(x) * kDims.co + co) * columns + col];
+  wino::output_tile(t, y);
+  const int y0 = 2 * (tile / kDims.tw), x0 = 2 * (tile % kDims.tw);
+  float* plane = out + (size_t(image) * kDims.co + co) * kDims.oh * kDims.ow;
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      if (y0 + i >= kDims.oh || x0 + j >= kDims.ow) continue;
+      float value = y[i][j];
+#if BIAS
+      value += __ldg(bias + co);
+#endif
+#if RELU
+      value = value < 0.f ? 0.f : value;
+#endif
+      plane[(y0 + i) * kDims.ow + x0 + j] = value;
+    }
+}

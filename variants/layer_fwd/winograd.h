@@ -1,0 +1,39 @@
+// The Winograd F(2x2, 3x3) variants of the forward and backward-data passes (3x3 filters, stride 1):
+// per chunk of images, the input tiles are transformed (kernels/layer_winograd.cuh), multiplied by the
+// transformed filter in 16 strict-fp32 cuBLAS GEMMs (one per transform point), and transformed back; the
+// filter transform runs in every call too, as the weights of a training step change every step. 16
+// multiplies per channel give four outputs where the direct sum takes 36: fewer than the FMA floor counts.
+#pragma once
+#include <string>
+
+#include "harness/variant.h"
+#include "variants/layer_fwd/kernels/layer_winograd_tiles.cuh"
+#include "variants/layer_fwd/layer_shape.h"
+
+namespace convtune {
+
+enum class WinogradPass { forward = 0, bwd_data = 1 };
+
+wino::WinoDims winograd_dims(WinogradPass pass, const LayerShape& l);
+
+class WinogradVariant : public Variant {
+ public:
+  explicit WinogradVariant(WinogradPass pass) : pass_(pass) {}
+  std::string summary() const override;
+  ParamSpace space(const Problem& p, const DeviceInfo& dev) const override;
+  Status can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
+  Cost cost(const Problem& p, const Config& c) const override;
+  Tolerance tolerance(const Problem& p, const Config& c) const override;
+  std::vector<JitProgram> programs(const Problem& p, const Config& c) const override;
+  std::unique_ptr<Plan> prepare(const Problem& p, const Config& c, const DeviceInfo& dev,
+                                JitCache& jit) const override;
+  int complexity() const override { return 4; }
+
+ private:
+  WinogradPass pass_;
+};
+
+// Floats of the workspace: U, and V and M for `chunk` images.
+int64_t winograd_workspace_floats(const wino::WinoDims& d, int64_t chunk);
+
+}  // namespace convtune
