@@ -34,8 +34,44 @@ std::vector<std::vector<float>> random_inputs(const Problem& p, unsigned seed) {
   return in;
 }
 
+// Backward-filter in fp32 as the GPU runs it: per tile, x's transformed tile and dy's transformed block,
+// their products summed over images and tiles per transform point, then G^T M G.
+std::vector<double> host_filter_gradient(const Problem& p, const std::vector<std::vector<float>>& in) {
+  const LayerShape l(p);
+  const wino::WinoDims d = winograd_dims(WinogradPass::bwd_filter, l);
+  std::vector<float> m(size_t(16) * d.co * d.ci, 0.f);  // [co][ci][16]
+  for (int64_t image = 0; image < l.n; ++image)
+    for (int tile = 0; tile < d.tiles(); ++tile) {
+      std::vector<float> v(size_t(16) * d.ci);
+      for (int ci = 0; ci < d.ci; ++ci) {
+        float tile_in[4][4], t[4][4];
+        wino::load_input_tile(in[0].data() + (image * d.ci + ci) * d.ih * d.iw, d, tile / d.tw, tile % d.tw, tile_in);
+        wino::input_tile(tile_in, t);
+        std::copy(&t[0][0], &t[0][0] + 16, v.begin() + size_t(ci) * 16);
+      }
+      for (int co = 0; co < d.co; ++co) {
+        float g[2][2], e[4][4];
+        wino::load_gradient_tile(in[1].data() + (image * d.co + co) * d.oh * d.ow, d, tile / d.tw, tile % d.tw, g);
+        wino::gradient_tile(g, e);
+        for (int ci = 0; ci < d.ci; ++ci)
+          for (int x = 0; x < 16; ++x) m[(size_t(co) * d.ci + ci) * 16 + x] += e[x / 4][x % 4] * v[size_t(ci) * 16 + x];
+      }
+    }
+  std::vector<double> dw(size_t(p.output_elements()), std::nan(""));
+  for (int co = 0; co < d.co; ++co)
+    for (int ci = 0; ci < d.ci; ++ci) {
+      float t[4][4], g[3][3];
+      std::copy(m.begin() + (size_t(co) * d.ci + ci) * 16, m.begin() + (size_t(co) * d.ci + ci + 1) * 16, &t[0][0]);
+      wino::filter_gradient_tile(t, g);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) dw[size_t(((co * d.ci + ci) * 3 + i) * 3 + j)] = g[i][j];
+    }
+  return dw;
+}
+
 // The method in fp32 as the GPU runs it: U, V, the 16 products summed over ci, then A^T M A, bias, ReLU.
 std::vector<double> host_winograd(const Problem& p, WinogradPass pass, const std::vector<std::vector<float>>& in) {
+  if (pass == WinogradPass::bwd_filter) return host_filter_gradient(p, in);
   const LayerShape l(p);
   const wino::WinoDims d = winograd_dims(pass, l);
   const float* bias = pass == WinogradPass::forward && p.at("bias") == 1 ? in.at(2).data() : nullptr;
@@ -98,7 +134,7 @@ Problem shape(const std::string& family, std::vector<int64_t> values) {
   return layer_problem(family, find_family(family).dims(), values);
 }
 
-const char* const kPasses[] = {"layer_fwd", "layer_bwd_data"};
+const char* const kPasses[] = {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"};
 
 std::vector<Problem> shapes(const std::string& family) {
   return {shape(family, {2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1}), shape(family, {3, 6, 11, 8, 9, 3, 3, 0, 2, 1, 1}),
@@ -106,7 +142,8 @@ std::vector<Problem> shapes(const std::string& family) {
 }
 
 WinogradPass pass_of(const std::string& family) {
-  return family == "layer_fwd" ? WinogradPass::forward : WinogradPass::bwd_data;
+  return family == "layer_fwd" ? WinogradPass::forward
+         : family == "layer_bwd_data" ? WinogradPass::bwd_data : WinogradPass::bwd_filter;
 }
 
 const Variant& variant(const std::string& family) { return Registry::instance().get(family + ".winograd"); }
@@ -141,6 +178,15 @@ TEST(LayerWinograd, RefusesWhatF2x2Of3x3CannotDo) {
     EXPECT_TRUE(contains(strided.reason, "stride 1")) << strided.reason;
     EXPECT_FALSE(v.can_implement(shape(family, {2, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), {{"chunk", 3}}, dev).ok);
   }
+}
+
+// Backward-filter's sums run over every image and tile: the C128 layer's 6272 tiles per transform point.
+TEST(LayerWinograd, BackwardFilterCostByHand) {
+  const Problem p = shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
+  const Cost c = variant("layer_bwd_filter").cost(p, {{"chunk", 32}});
+  const double tiles = 32.0 * 196;
+  EXPECT_DOUBLE_EQ(c.flops_variant, 2.0 * 16 * 128 * 128 * tiles + 32.0 * 128 * tiles + 16.0 * 128 * tiles);
+  EXPECT_DOUBLE_EQ(c.bytes_model, c.bytes_min + 4.0 * 16 * (128.0 * 128 * 2 + 2.0 * 256 * tiles));
 }
 
 // The C128 28x28 layer: 32 images of 14 x 14 tiles, ci = co = 128, chunk 8 (4 chunks).

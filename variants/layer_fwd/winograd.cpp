@@ -15,20 +15,25 @@ constexpr int kPoints = 16;    // the 4x4 transform points, one GEMM each
 
 int64_t tiles_in(const wino::WinoDims& d, int64_t images) { return images * int64_t(d.tiles()); }
 
-// U, V and M of one chunk, as the kernels lay them out (layer_winograd.cuh).
+// The workspace as the kernels lay it out (layer_winograd.cuh): the co x ci matrices (U, or backward-filter's
+// summed M), the chunk's transformed input tiles V, and the chunk's co x T matrices (M, or the transformed dy).
 struct Buffers {
-  float *u, *v, *m;
+  float *filter, *tiles, *maps;
   Buffers(float* base, const wino::WinoDims& d, int64_t chunk)
-      : u(base), v(base + kPoints * int64_t(d.co) * d.ci), m(v + kPoints * int64_t(d.ci) * tiles_in(d, chunk)) {}
+      : filter(base), tiles(base + kPoints * int64_t(d.co) * d.ci),
+        maps(tiles + kPoints * int64_t(d.ci) * tiles_in(d, chunk)) {}
 };
 
 class WinogradPlan : public Plan {
  public:
   WinogradPlan(const Problem& p, WinogradPass pass, int chunk, std::shared_ptr<Module> module)
-      : l_(p), d_(winograd_dims(pass, l_)), chunk_(chunk), module_(std::move(module)),
-        filter_(module_->function("winograd_filter")), input_(module_->function("winograd_input")),
-        output_(module_->function("winograd_output")), workspace_(size_t(winograd_workspace_floats(d_, chunk))),
+      : l_(p), pass_(pass), d_(winograd_dims(pass, l_)), chunk_(chunk), module_(std::move(module)),
+        workspace_(size_t(winograd_workspace_floats(d_, chunk))),
         has_bias_(pass == WinogradPass::forward && p.at("bias") == 1), handle_(make_gemm_handle()) {
+    const bool filter = pass == WinogradPass::bwd_filter;
+    before_ = module_->function(filter ? "winograd_gradient" : "winograd_filter");
+    input_ = module_->function("winograd_input");
+    after_ = module_->function(filter ? "winograd_filter_gradient" : "winograd_output");
     attrs_ = kernel_attributes(input_, kThreads, 0);
   }
   ~WinogradPlan() override { cublasDestroy(handle_); }
@@ -39,11 +44,12 @@ class WinogradPlan : public Plan {
   void run(cudaStream_t stream) override {
     if (cublasSetStream(handle_, stream) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasSetStream failed");
     const Buffers b(workspace_.get(), d_, chunk_);
+    if (pass_ == WinogradPass::bwd_filter) return run_filter_gradient(b, stream);
     const float* filter = operands_.at(1);
-    float* u = b.u;
+    float* u = b.filter;
     void* filter_args[] = {&filter, &u};
-    launch_items(filter_, int64_t(d_.co) * d_.ci, stream, filter_args);
-    for (int first = 0; first < l_.n; first += chunk_) run_chunk(b, first, int(std::min<int64_t>(chunk_, l_.n - first)), stream);
+    launch_items(before_, int64_t(d_.co) * d_.ci, stream, filter_args);
+    for (int first = 0; first < l_.n; first += chunk_) run_chunk(b, first, images_from(first), stream);
   }
   KernelAttributes attributes() const override { return attrs_; }
   size_t workspace_bytes() const override { return workspace_.bytes(); }
@@ -52,32 +58,62 @@ class WinogradPlan : public Plan {
   }
 
  private:
+  int images_from(int first) const { return int(std::min<int64_t>(chunk_, l_.n - first)); }
   void launch_items(CUfunction fn, int64_t items, cudaStream_t stream, void** args) const {
     launch(fn, dim3(unsigned(layer_div_up(items, kThreads))), dim3(kThreads), 0, stream, args);
   }
+  // The chunk's input tiles transformed into V.
+  void transform_input(float* v, int first, int images, cudaStream_t stream) const {
+    const float* in = operands_.at(0);
+    void* args[] = {&in, &v, &first, &images};
+    launch_items(input_, int64_t(d_.ci) * tiles_in(d_, images), stream, args);
+  }
 
-  // Transform the chunk's input tiles, multiply per transform point, transform back into the output.
+  // Forward and backward-data: transform the chunk's input tiles, multiply per transform point, transform
+  // back into the output.
   void run_chunk(const Buffers& b, int first, int images, cudaStream_t stream) const {
     const int columns = int(tiles_in(d_, images));
-    const float* in = operands_.at(0);
-    float *v = b.v, *m = b.m, *out = operands_.back();
-    const float* bias = has_bias_ ? operands_.at(2) : nullptr;
-    void* input_args[] = {&in, &v, &first, &images};
-    launch_items(input_, int64_t(d_.ci) * columns, stream, input_args);
+    transform_input(b.tiles, first, images, stream);
     // Row-major M_x (co x T) = U_x (co x ci) V_x (ci x T); cuBLAS reads each as its column-major transpose:
     // M_x^T (T x co) = V_x^T (T x ci) U_x^T (ci x co), no op needed.
     strided_gemm(handle_, CUBLAS_COMPUTE_32F,
-                 {CUBLAS_OP_N, CUBLAS_OP_N, columns, d_.co, d_.ci, b.v, columns, int64_t(d_.ci) * columns, b.u, d_.ci,
-                  int64_t(d_.co) * d_.ci, b.m, columns, int64_t(d_.co) * columns, kPoints, 0.0f});
-    void* output_args[] = {&m, &bias, &out, &first, &images};
-    launch_items(output_, int64_t(d_.co) * columns, stream, output_args);
+                 {CUBLAS_OP_N, CUBLAS_OP_N, columns, d_.co, d_.ci, b.tiles, columns, int64_t(d_.ci) * columns, b.filter,
+                  d_.ci, int64_t(d_.co) * d_.ci, b.maps, columns, int64_t(d_.co) * columns, kPoints, 0.0f});
+    float *m = b.maps, *out = operands_.back();
+    const float* bias = has_bias_ ? operands_.at(2) : nullptr;
+    void* args[] = {&m, &bias, &out, &first, &images};
+    launch_items(after_, int64_t(d_.co) * columns, stream, args);
+  }
+
+  // Backward-filter: per chunk transform x's tiles (V) and dy's blocks (E), M += E V^T per transform point;
+  // then dw = G^T M G.
+  void run_filter_gradient(const Buffers& b, cudaStream_t stream) const {
+    for (int first = 0; first < l_.n; first += chunk_) {
+      int images = images_from(first);
+      const int columns = int(tiles_in(d_, images));
+      transform_input(b.tiles, first, images, stream);
+      const float* dy = operands_.at(1);
+      float* e = b.maps;
+      void* args[] = {&dy, &e, &first, &images};
+      launch_items(before_, int64_t(d_.co) * columns, stream, args);
+      // Row-major M_x (co x ci) = E_x (co x T) V_x^T (T x ci); in cuBLAS's column-major terms
+      // M_x^T (ci x co) = op_T(V_x as T x ci) E_x (T x co), accumulated over the chunks in order.
+      strided_gemm(handle_, CUBLAS_COMPUTE_32F,
+                   {CUBLAS_OP_T, CUBLAS_OP_N, d_.ci, d_.co, columns, b.tiles, columns, int64_t(d_.ci) * columns, b.maps,
+                    columns, int64_t(d_.co) * columns, b.filter, d_.ci, int64_t(d_.co) * d_.ci, kPoints,
+                    first == 0 ? 0.0f : 1.0f});
+    }
+    float *m = b.filter, *dw = operands_.back();
+    void* args[] = {&m, &dw};
+    launch_items(after_, int64_t(d_.co) * d_.ci, stream, args);
   }
 
   const LayerShape l_;
+  const WinogradPass pass_;
   const wino::WinoDims d_;
   const int chunk_;
   std::shared_ptr<Module> module_;
-  CUfunction filter_, input_, output_;
+  CUfunction before_ = nullptr, input_ = nullptr, after_ = nullptr;
   DeviceArray<float> workspace_;
   bool has_bias_;
   cublasHandle_t handle_;
@@ -96,6 +132,9 @@ int64_t winograd_workspace_floats(const wino::WinoDims& d, int64_t chunk) {
 }
 
 std::string WinogradVariant::summary() const {
+  if (pass_ == WinogradPass::bwd_filter)
+    return "Winograd F(3x3,2x2) backward-filter (3x3, stride 1): per chunk of images, x-tile and dy-block "
+           "transforms, 16 strict-fp32 cuBLAS GEMMs accumulating over the chunks, then the dw transform";
   return std::string("Winograd F(2x2,3x3) ") + (pass_ == WinogradPass::forward ? "forward" : "backward-data") +
          " (3x3, stride 1): per chunk of images, input-tile transform, 16 strict-fp32 cuBLAS GEMMs, output "
          "transform; the filter transform in every call";
@@ -135,19 +174,25 @@ Cost WinogradVariant::cost(const Problem& p, const Config& c) const {
   const wino::WinoDims d = winograd_dims(pass_, l);
   const double tiles = double(tiles_in(d, l.n)), ci = d.ci, co = d.co;
   // flops_variant: the GEMMs' 2*16*co*ci per tile, the input transform's 32 adds per (ci, tile) and the
-  // output transform's 24 per (co, tile). bytes_model: the operands, U written once and read per chunk,
-  // V and M written and read once.
+  // output transform's 24 (dy's: 16) per (co, tile). bytes_model: the operands, the co x ci matrices
+  // written once and read per chunk (backward-filter: written per chunk, read per chunk), V and the co x T
+  // matrices written and read once.
+  const bool filter = pass_ == WinogradPass::bwd_filter;
   const double chunks = double(layer_div_up(l.n, chunk_images(c)));
-  const double flops = 2.0 * kPoints * co * ci * tiles + 32.0 * ci * tiles + 24.0 * co * tiles;
-  const double bytes = operand_bytes(p) + 4.0 * kPoints * (co * ci * (1.0 + chunks) + 2.0 * (ci + co) * tiles);
+  const double flops = 2.0 * kPoints * co * ci * tiles + 32.0 * ci * tiles + (filter ? 16.0 : 24.0) * co * tiles;
+  const double matrices = filter ? 2.0 * chunks : 1.0 + chunks;
+  const double bytes = operand_bytes(p) + 4.0 * kPoints * (co * ci * matrices + 2.0 * (ci + co) * tiles);
   return {p.direct_flops(), flops, operand_bytes(p), bytes};
 }
 
-// The strict direct-fp32 bound: F(2x2,3x3)'s transforms only add, subtract and halve, so they add a few
-// roundings per output; the CPU test measured 1.1e-7 to 2.8e-7 rel_l2, as a direct sum gives.
+// The strict direct-fp32 bound: the transforms only add, subtract and halve, so they add a few roundings per
+// output; the CPU test measured 1.1e-7 to 2.8e-7 rel_l2 (forward, backward-data), as a direct sum gives.
 Tolerance WinogradVariant::tolerance(const Problem& p, const Config&) const {
   const LayerShape l(p);
-  return layer_tolerance(pass_ == WinogradPass::forward ? forward_sum_length(l) : bwd_data_sum_length(l), kMathFp32);
+  const int64_t terms = pass_ == WinogradPass::forward    ? forward_sum_length(l)
+                        : pass_ == WinogradPass::bwd_data ? bwd_data_sum_length(l)
+                                                          : bwd_filter_sum_length(l);
+  return layer_tolerance(terms, kMathFp32);
 }
 
 std::vector<JitProgram> WinogradVariant::programs(const Problem& p, const Config&) const {

@@ -1,8 +1,9 @@
-// The Winograd F(2x2, 3x3) variants of the forward and backward-data passes (3x3 filters, stride 1):
-// per chunk of images, the input tiles are transformed (kernels/layer_winograd.cuh), multiplied by the
-// transformed filter in 16 strict-fp32 cuBLAS GEMMs (one per transform point), and transformed back; the
-// filter transform runs in every call too, as the weights of a training step change every step. 16
-// multiplies per channel give four outputs where the direct sum takes 36: fewer than the FMA floor counts.
+// The Winograd variants of the three layer passes (3x3 filters, stride 1). Forward and backward-data,
+// F(2x2, 3x3): per chunk of images, the input tiles are transformed (kernels/layer_winograd.cuh), multiplied
+// by the transformed filter in 16 strict-fp32 cuBLAS GEMMs (one per transform point), and transformed back;
+// the filter transform runs in every call too, as the weights of a training step change every step.
+// Backward-filter, F(3x3, 2x2): x's tiles and dy's 2x2 blocks transformed, 16 GEMMs summing over the tiles,
+// the 3x3 dw transformed back. 16 multiplies stand for 36: fewer than the FMA floor counts.
 #pragma once
 #include <string>
 
@@ -12,7 +13,7 @@
 
 namespace convtune {
 
-enum class WinogradPass { forward = 0, bwd_data = 1 };
+enum class WinogradPass { forward = 0, bwd_data = 1, bwd_filter = 2 };
 
 wino::WinoDims winograd_dims(WinogradPass pass, const LayerShape& l);
 
@@ -33,7 +34,7 @@ class WinogradVariant : public Variant {
   WinogradPass pass_;
 };
 
-// Floats of the workspace: U, and V and M for `chunk` images.
+// Floats of the workspace: the 16 co x ci matrices, and the chunk's transformed tiles and co x T matrices.
 int64_t winograd_workspace_floats(const wino::WinoDims& d, int64_t chunk);
 
 }  // namespace convtune

@@ -1,10 +1,12 @@
-// The transform kernels of the Winograd F(2x2, 3x3) variants (layer_fwd.winograd, layer_bwd_data.winograd);
-// the 16 GEMMs between them are cuBLAS's (strict fp32). Layouts, for a chunk of `images` images with
-// T = images * tiles-per-image columns:
-//   U[16][co][ci]  transformed filter        V[16][ci][T]  transformed input tiles
-//   M[16][co][T]   U V per transform point    out           the 2x2 output blocks of A^T M A
-// Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data), THREADS,
-// BIAS and RELU (forward).
+// The transform kernels of the Winograd variants (layer_fwd.winograd, layer_bwd_data.winograd,
+// layer_bwd_filter.winograd); the 16 GEMMs between them are cuBLAS's (strict fp32). Layouts, for a chunk
+// of `images` images with T = images * tiles-per-image columns:
+//   forward, backward-data:  U[16][co][ci] transformed filter, V[16][ci][T] transformed input tiles,
+//                            M[16][co][T] = U V per transform point, out = the 2x2 blocks of A^T M A
+//   backward-filter:         V as above from x, E[16][co][T] transformed dy blocks,
+//                            M[16][co][ci] = E V^T summed over the chunks, dw = G^T M G
+// Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data,
+// 2 backward-filter), THREADS, BIAS and RELU (forward).
 #include "layer_winograd_tiles.cuh"
 
 #ifndef BIAS
@@ -16,6 +18,7 @@
 
 constexpr wino::WinoDims kDims = wino::dims(PASS, C, H, W, K, PAD_H, PAD_W, P, Q);
 
+#if PASS != 2
 // U for every (co, ci): one thread each, consecutive threads along ci (the stores coalesce).
 extern "C" __global__ void __launch_bounds__(THREADS)
 winograd_filter(const float* __restrict__ filter, float* __restrict__ u) {
@@ -31,6 +34,8 @@ winograd_filter(const float* __restrict__ filter, float* __restrict__ u) {
 #pragma unroll
   for (int x = 0; x < 16; ++x) u[x * kDims.co * kDims.ci + e] = t[x / 4][x % 4];
 }
+
+#endif
 
 // V for every (ci, column) of the chunk that starts at image `first`: consecutive threads along the
 // columns (tiles), so the 16 stores coalesce.
@@ -49,6 +54,7 @@ winograd_input(const float* __restrict__ in, float* __restrict__ v, int first, i
   for (int x = 0; x < 16; ++x) v[(size_t(x) * kDims.ci + ci) * columns + col] = t[x / 4][x % 4];
 }
 
+#if PASS != 2
 // The 2x2 outputs of every (co, column): A^T M A, then the forward pass's bias and ReLU; blocks that
 // reach past the output's edge write only their inside part.
 extern "C" __global__ void __launch_bounds__(THREADS)
@@ -80,3 +86,35 @@ winograd_output(const float* __restrict__ m, const float* __restrict__ bias, flo
       plane[(y0 + i) * kDims.ow + x0 + j] = value;
     }
 }
+#else
+// E for every (co, column): the chunk's 2x2 blocks of dy, transformed.
+extern "C" __global__ void __launch_bounds__(THREADS)
+winograd_gradient(const float* __restrict__ dy, float* __restrict__ e_out, int first, int images) {
+  const int columns = images * kDims.tiles();
+  const int e = blockIdx.x * THREADS + threadIdx.x;
+  if (e >= kDims.co * columns) return;
+  const int co = e / columns, col = e % columns;
+  const int image = first + col / kDims.tiles(), tile = col % kDims.tiles();
+  float g[2][2], t[4][4];
+  wino::load_gradient_tile(dy + (size_t(image) * kDims.co + co) * kDims.oh * kDims.ow, kDims, tile / kDims.tw,
+                           tile % kDims.tw, g);
+  wino::gradient_tile(g, t);
+#pragma unroll
+  for (int x = 0; x < 16; ++x) e_out[(size_t(x) * kDims.co + co) * columns + col] = t[x / 4][x % 4];
+}
+
+// dw for every (co, ci) from the summed M: one thread each, consecutive threads along ci.
+extern "C" __global__ void __launch_bounds__(THREADS)
+winograd_filter_gradient(const float* __restrict__ m, float* __restrict__ dw) {
+  const int e = blockIdx.x * THREADS + threadIdx.x;
+  if (e >= kDims.co * kDims.ci) return;
+  float t[4][4], g[3][3];
+#pragma unroll
+  for (int x = 0; x < 16; ++x) t[x / 4][x % 4] = m[x * kDims.co * kDims.ci + e];
+  wino::filter_gradient_tile(t, g);
+#pragma unroll
+  for (int i = 0; i < 3; ++i)
+#pragma unroll
+    for (int j = 0; j < 3; ++j) dw[e * 9 + i * 3 + j] = g[i][j];
+}
+#endif

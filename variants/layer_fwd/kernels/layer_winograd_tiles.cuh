@@ -6,6 +6,9 @@
 //
 // Backward-data at stride 1 is the forward correlation of dy with the filter rotated by 180 degrees and its
 // k and c swapped, padded by 2 - pad: WinoDims maps both passes onto one "input -> output" convolution.
+// Backward-filter is the same trilinear form differentiated by the filter instead (F(3x3, 2x2)): with each
+// 2x2 block of dy as the "filter" and the forward pass's input tiles,
+//   dw = G^T [ sum over tiles and images of (A dy A^T) .* (B^T d B) ] G.
 #pragma once
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -25,16 +28,17 @@ struct WinoDims {
 };
 
 // pass 0 (forward): x (c maps of h x w) -> y (k maps of p x q), padding pad. pass 1 (backward-data):
-// dy (k maps of p x q) -> dx (c maps of h x w), padding 2 - pad (3x3 filter, stride 1).
+// dy (k maps of p x q) -> dx (c maps of h x w), padding 2 - pad (3x3 filter, stride 1). pass 2
+// (backward-filter): the forward pass's tiles, x and dy in, dw out.
 WINO_HD constexpr WinoDims dims(int pass, int c, int h, int w, int k, int pad_h, int pad_w, int p, int q) {
-  return pass == 0 ? WinoDims{c, k, h, w, p, q, pad_h, pad_w, (p + 1) / 2, (q + 1) / 2}
+  return pass != 1 ? WinoDims{c, k, h, w, p, q, pad_h, pad_w, (p + 1) / 2, (q + 1) / 2}
                    : WinoDims{k, c, p, q, h, w, 2 - pad_h, 2 - pad_w, (h + 1) / 2, (w + 1) / 2};
 }
 
 // Tap (i, j) of the 3x3 filter that links input channel ci to output channel co, from the k x c x 3 x 3
-// filter tensor: as stored (forward), or rotated with k and c swapped (backward-data).
+// filter tensor: as stored (forward, backward-filter), or rotated with k and c swapped (backward-data).
 WINO_HD int filter_index(int pass, const WinoDims& d, int co, int ci, int i, int j) {
-  return pass == 0 ? ((co * d.ci + ci) * 3 + i) * 3 + j : ((ci * d.co + co) * 3 + (2 - i)) * 3 + (2 - j);
+  return pass != 1 ? ((co * d.ci + ci) * 3 + i) * 3 + j : ((ci * d.co + co) * 3 + (2 - i)) * 3 + (2 - j);
 }
 
 // u = G g G^T, G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1].
@@ -82,6 +86,47 @@ WINO_HD void output_tile(const float (&m)[4][4], float (&y)[2][2]) {
     y[i][0] = t[i][0] + t[i][1] + t[i][2];
     y[i][1] = t[i][1] - t[i][2] - t[i][3];
   }
+}
+
+// Backward-filter: e = A g A^T for a 2x2 block g of dy, A = [1 0; 1 1; 1 -1; 0 -1].
+WINO_HD void gradient_tile(const float (&g)[2][2], float (&e)[4][4]) {
+  float t[4][2];  // A g
+  for (int j = 0; j < 2; ++j) {
+    t[0][j] = g[0][j];
+    t[1][j] = g[0][j] + g[1][j];
+    t[2][j] = g[0][j] - g[1][j];
+    t[3][j] = -g[1][j];
+  }
+  for (int i = 0; i < 4; ++i) {
+    e[i][0] = t[i][0];
+    e[i][1] = t[i][0] + t[i][1];
+    e[i][2] = t[i][0] - t[i][1];
+    e[i][3] = -t[i][1];
+  }
+}
+
+// Backward-filter: dw = G^T m G, G^T = [1 1/2 1/2 0; 0 1/2 -1/2 0; 0 1/2 1/2 1].
+WINO_HD void filter_gradient_tile(const float (&m)[4][4], float (&dw)[3][3]) {
+  float t[3][4];  // G^T m
+  for (int j = 0; j < 4; ++j) {
+    t[0][j] = m[0][j] + 0.5f * (m[1][j] + m[2][j]);
+    t[1][j] = 0.5f * (m[1][j] - m[2][j]);
+    t[2][j] = 0.5f * (m[1][j] + m[2][j]) + m[3][j];
+  }
+  for (int i = 0; i < 3; ++i) {
+    dw[i][0] = t[i][0] + 0.5f * (t[i][1] + t[i][2]);
+    dw[i][1] = 0.5f * (t[i][1] - t[i][2]);
+    dw[i][2] = 0.5f * (t[i][1] + t[i][2]) + t[i][3];
+  }
+}
+
+// The 2x2 block of tile (ty, tx) from one oh x ow plane of dy, zero outside.
+WINO_HD void load_gradient_tile(const float* plane, const WinoDims& d, int ty, int tx, float (&g)[2][2]) {
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      const int y = 2 * ty + i, x = 2 * tx + j;
+      g[i][j] = y < d.oh && x < d.ow ? plane[y * d.ow + x] : 0.f;
+    }
 }
 
 // The 4x4 input tile of tile (ty, tx) from one input channel's ih x iw plane, zero outside.
