@@ -15,24 +15,28 @@ constexpr int kPoints = 16;    // the 4x4 transform points, one GEMM each
 
 int64_t tiles_in(const wino::WinoDims& d, int64_t images) { return images * int64_t(d.tiles()); }
 
+int64_t chunk_count(int64_t n, int64_t chunk) { return layer_div_up(n, chunk); }
+
 // The workspace as the kernels lay it out (layer_winograd.cuh): the co x ci matrices (U, or backward-filter's
-// summed M), the chunk's transformed input tiles V, and the chunk's co x T matrices (M, or the transformed dy).
+// per-chunk partial M), the transformed input tiles V, and the co x T matrices (M, or the transformed dy).
+// Forward and backward-data hold one chunk of V and M; backward-filter the whole batch in `chunks` chunks.
 struct Buffers {
   float *filter, *tiles, *maps;
-  Buffers(float* base, const wino::WinoDims& d, int64_t chunk)
-      : filter(base), tiles(base + kPoints * int64_t(d.co) * d.ci),
-        maps(tiles + kPoints * int64_t(d.ci) * tiles_in(d, chunk)) {}
+  Buffers(float* base, const wino::WinoDims& d, int64_t chunk, int64_t chunks)
+      : filter(base), tiles(base + kPoints * chunks * d.co * d.ci),
+        maps(tiles + kPoints * chunks * d.ci * tiles_in(d, chunk)) {}
 };
 
 class WinogradPlan : public Plan {
  public:
   WinogradPlan(const Problem& p, WinogradPass pass, int chunk, std::shared_ptr<Module> module)
       : l_(p), pass_(pass), d_(winograd_dims(pass, l_)), chunk_(chunk), module_(std::move(module)),
-        workspace_(size_t(winograd_workspace_floats(d_, chunk))),
+        chunks_(pass == WinogradPass::bwd_filter ? chunk_count(l_.n, chunk) : 1),
+        workspace_(size_t(winograd_workspace_floats(pass, d_, l_.n, chunk))),
         has_bias_(pass == WinogradPass::forward && p.at("bias") == 1), handle_(make_gemm_handle()) {
     const bool filter = pass == WinogradPass::bwd_filter;
     before_ = module_->function(filter ? "winograd_gradient" : "winograd_filter");
-    input_ = module_->function("winograd_input");
+    input_ = module_->function(filter ? "winograd_tiles" : "winograd_input");
     after_ = module_->function(filter ? "winograd_filter_gradient" : "winograd_output");
     attrs_ = kernel_attributes(input_, kThreads, 0);
   }
@@ -43,7 +47,7 @@ class WinogradPlan : public Plan {
   void bind(const Operands& ops, cudaStream_t) override { operands_ = ops.data; }
   void run(cudaStream_t stream) override {
     if (cublasSetStream(handle_, stream) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasSetStream failed");
-    const Buffers b(workspace_.get(), d_, chunk_);
+    const Buffers b(workspace_.get(), d_, chunk_, chunks_);
     if (pass_ == WinogradPass::bwd_filter) return run_filter_gradient(b, stream);
     const float* filter = operands_.at(1);
     float* u = b.filter;
@@ -85,25 +89,23 @@ class WinogradPlan : public Plan {
     launch_items(after_, int64_t(d_.co) * columns, stream, args);
   }
 
-  // Backward-filter: per chunk transform x's tiles (V) and dy's blocks (E), M += E V^T per transform point;
-  // then dw = G^T M G.
+  // Backward-filter: x's tiles (V) and dy's blocks (E) of the whole batch transformed, one partial
+  // M = E V^T per (transform point, chunk) in one batched GEMM (the chunks split the long tile sum so that
+  // the GEMM fills the GPU), then dw = G^T (the partials summed in order) G.
   void run_filter_gradient(const Buffers& b, cudaStream_t stream) const {
-    for (int first = 0; first < l_.n; first += chunk_) {
-      int images = images_from(first);
-      const int columns = int(tiles_in(d_, images));
-      transform_input(b.tiles, first, images, stream);
-      const float* dy = operands_.at(1);
-      float* e = b.maps;
-      void* args[] = {&dy, &e, &first, &images};
-      launch_items(before_, int64_t(d_.co) * columns, stream, args);
-      // Row-major M_x (co x ci) = E_x (co x T) V_x^T (T x ci); in cuBLAS's column-major terms
-      // M_x^T (ci x co) = op_T(V_x as T x ci) E_x (T x co), accumulated over the chunks in order.
-      strided_gemm(handle_, CUBLAS_COMPUTE_32F,
-                   {CUBLAS_OP_T, CUBLAS_OP_N, d_.ci, d_.co, columns, b.tiles, columns, int64_t(d_.ci) * columns, b.maps,
-                    columns, int64_t(d_.co) * columns, b.filter, d_.ci, int64_t(d_.co) * d_.ci, kPoints,
-                    first == 0 ? 0.0f : 1.0f});
-    }
-    float *m = b.filter, *dw = operands_.back();
+    const int columns = int(tiles_in(d_, chunk_));
+    const float *x = operands_.at(0), *dy = operands_.at(1);
+    float *v = b.tiles, *e = b.maps, *m = b.filter, *dw = operands_.back();
+    void* tile_args[] = {&x, &v};
+    launch_items(input_, chunks_ * d_.ci * columns, stream, tile_args);
+    void* gradient_args[] = {&dy, &e};
+    launch_items(before_, chunks_ * d_.co * columns, stream, gradient_args);
+    // Row-major M_b (co x ci) = E_b (co x TC) V_b^T (TC x ci); in cuBLAS's column-major terms
+    // M_b^T (ci x co) = op_T(V_b as TC x ci) E_b (TC x co).
+    strided_gemm(handle_, CUBLAS_COMPUTE_32F,
+                 {CUBLAS_OP_T, CUBLAS_OP_N, d_.ci, d_.co, columns, b.tiles, columns, int64_t(d_.ci) * columns, b.maps,
+                  columns, int64_t(d_.co) * columns, b.filter, d_.ci, int64_t(d_.co) * d_.ci, int(kPoints * chunks_),
+                  0.0f});
     void* args[] = {&m, &dw};
     launch_items(after_, int64_t(d_.co) * d_.ci, stream, args);
   }
@@ -112,6 +114,7 @@ class WinogradPlan : public Plan {
   const WinogradPass pass_;
   const wino::WinoDims d_;
   const int chunk_;
+  const int64_t chunks_;  // backward-filter's partial sums; 1 otherwise
   std::shared_ptr<Module> module_;
   CUfunction before_ = nullptr, input_ = nullptr, after_ = nullptr;
   DeviceArray<float> workspace_;
@@ -127,8 +130,9 @@ wino::WinoDims winograd_dims(WinogradPass pass, const LayerShape& l) {
   return wino::dims(int(pass), int(l.c), int(l.h), int(l.w), int(l.k), int(l.pad_h), int(l.pad_w), int(l.p), int(l.q));
 }
 
-int64_t winograd_workspace_floats(const wino::WinoDims& d, int64_t chunk) {
-  return kPoints * (int64_t(d.co) * d.ci + (int64_t(d.ci) + d.co) * tiles_in(d, chunk));
+int64_t winograd_workspace_floats(WinogradPass pass, const wino::WinoDims& d, int64_t n, int64_t chunk) {
+  const int64_t chunks = pass == WinogradPass::bwd_filter ? chunk_count(n, chunk) : 1;
+  return kPoints * chunks * (int64_t(d.co) * d.ci + (int64_t(d.ci) + d.co) * tiles_in(d, chunk));
 }
 
 std::string WinogradVariant::summary() const {
@@ -142,7 +146,10 @@ std::string WinogradVariant::summary() const {
 
 ParamSpace WinogradVariant::space(const Problem& p, const DeviceInfo&) const {
   const int64_t n = p.at("n");
-  std::vector<json> chunks;  // small chunks keep V and M in L2; n itself up to 32
+  // Forward and backward-data: small chunks keep V and M in L2. Backward-filter: smaller chunks split the
+  // tile sum into more GEMMs, to fill the GPU when co x ci is small.
+  std::vector<json> chunks;
+  if (pass_ == WinogradPass::bwd_filter && n > 2) chunks.push_back(2);
   for (int chunk : {4, 8, 16})
     if (chunk < n) chunks.push_back(chunk);
   if (n <= 32) chunks.push_back(n);
@@ -159,12 +166,16 @@ Status WinogradVariant::can_implement(const Problem& p, const Config& c, const D
   const int chunk = chunk_images(c);
   if (chunk < 1 || chunk > l.n) return Status::no("chunk " + std::to_string(chunk) + " outside 1..n = " + std::to_string(l.n));
   const wino::WinoDims d = winograd_dims(pass_, l);
-  const double floats = double(winograd_workspace_floats(d, chunk));
+  const double floats = double(winograd_workspace_floats(pass_, d, l.n, chunk));
   const double bound = std::min(kMaxGemmWorkspaceBytes, double(dev.global_mem_bytes) / 4);
   if (4.0 * floats > bound)
-    return Status::no("workspace (U, V and M of " + std::to_string(chunk) + " images) " +
+    return Status::no("workspace (transformed filter, tiles and products of " +
+                      std::string(pass_ == WinogradPass::bwd_filter ? "the batch" : std::to_string(chunk) + " images") + ") " +
                       std::to_string(int64_t(4.0 * floats / double(1 << 20))) + " MiB over the bound");
-  if (double(kPoints) * double(std::max(d.ci, d.co)) * double(tiles_in(d, chunk)) > 2147483647.0)
+  // The largest index of the kernels: into V, the co x T matrices or backward-filter's partials.
+  const double chunks = pass_ == WinogradPass::bwd_filter ? double(chunk_count(l.n, chunk)) : 1.0;
+  if (double(kPoints) * chunks * double(std::max(d.ci, d.co)) * std::max(double(tiles_in(d, chunk)), double(d.ci)) >
+      2147483647.0)
     return Status::no("chunk too large for the kernels' 32-bit indices");
   return Status::yes();
 }
@@ -175,10 +186,10 @@ Cost WinogradVariant::cost(const Problem& p, const Config& c) const {
   const double tiles = double(tiles_in(d, l.n)), ci = d.ci, co = d.co;
   // flops_variant: the GEMMs' 2*16*co*ci per tile, the input transform's 32 adds per (ci, tile) and the
   // output transform's 24 (dy's: 16) per (co, tile). bytes_model: the operands, the co x ci matrices
-  // written once and read per chunk (backward-filter: written per chunk, read per chunk), V and the co x T
-  // matrices written and read once.
+  // written once and read per chunk (backward-filter: a partial per chunk written and read once), V and the
+  // co x T matrices written and read once.
   const bool filter = pass_ == WinogradPass::bwd_filter;
-  const double chunks = double(layer_div_up(l.n, chunk_images(c)));
+  const double chunks = double(chunk_count(l.n, chunk_images(c)));
   const double flops = 2.0 * kPoints * co * ci * tiles + 32.0 * ci * tiles + (filter ? 16.0 : 24.0) * co * tiles;
   const double matrices = filter ? 2.0 * chunks : 1.0 + chunks;
   const double bytes = operand_bytes(p) + 4.0 * kPoints * (co * ci * matrices + 2.0 * (ci + co) * tiles);
@@ -195,7 +206,7 @@ Tolerance WinogradVariant::tolerance(const Problem& p, const Config&) const {
   return layer_tolerance(terms, kMathFp32);
 }
 
-std::vector<JitProgram> WinogradVariant::programs(const Problem& p, const Config&) const {
+std::vector<JitProgram> WinogradVariant::programs(const Problem& p, const Config& c) const {
   const LayerShape l(p);
   JitProgram program{"layer_winograd.cuh", layer_defines(l)};
   program.options.push_back(layer_define("PASS", int(pass_)));
@@ -204,6 +215,7 @@ std::vector<JitProgram> WinogradVariant::programs(const Problem& p, const Config
     program.options.push_back(layer_define("BIAS", p.at("bias")));
     program.options.push_back(layer_define("RELU", p.at("relu")));
   }
+  if (pass_ == WinogradPass::bwd_filter) program.options.push_back(layer_define("CHUNK", chunk_images(c)));
   return {program};
 }
 

@@ -2,8 +2,9 @@
 // F(2x2, 3x3): per chunk of images, the input tiles are transformed (kernels/layer_winograd.cuh), multiplied
 // by the transformed filter in 16 strict-fp32 cuBLAS GEMMs (one per transform point), and transformed back;
 // the filter transform runs in every call too, as the weights of a training step change every step.
-// Backward-filter, F(3x3, 2x2): x's tiles and dy's 2x2 blocks transformed, 16 GEMMs summing over the tiles,
-// the 3x3 dw transformed back. 16 multiplies stand for 36: fewer than the FMA floor counts.
+// Backward-filter, F(3x3, 2x2): x's tiles and dy's 2x2 blocks of the whole batch transformed, 16 GEMMs per
+// chunk of images summing over its tiles (one batched call), the chunks' partials summed in order and the
+// 3x3 dw transformed back. 16 multiplies stand for 36: fewer than the FMA floor counts.
 #pragma once
 #include <string>
 
@@ -34,7 +35,8 @@ class WinogradVariant : public Variant {
   WinogradPass pass_;
 };
 
-// Floats of the workspace: the 16 co x ci matrices, and the chunk's transformed tiles and co x T matrices.
-int64_t winograd_workspace_floats(const wino::WinoDims& d, int64_t chunk);
+// Floats of the workspace: the 16 co x ci matrices, and the chunk's transformed tiles and co x T matrices
+// (backward-filter: all of them for each of the batch's chunks).
+int64_t winograd_workspace_floats(WinogradPass pass, const wino::WinoDims& d, int64_t n, int64_t chunk);
 
 }  // namespace convtune

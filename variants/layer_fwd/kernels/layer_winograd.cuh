@@ -3,10 +3,12 @@
 // of `images` images with T = images * tiles-per-image columns:
 //   forward, backward-data:  U[16][co][ci] transformed filter, V[16][ci][T] transformed input tiles,
 //                            M[16][co][T] = U V per transform point, out = the 2x2 blocks of A^T M A
-//   backward-filter:         V as above from x, E[16][co][T] transformed dy blocks,
-//                            M[16][co][ci] = E V^T summed over the chunks, dw = G^T M G
+//   backward-filter:         the whole batch at once, in NCH chunks of CHUNK images (TC columns each; images
+//                            past N are zero tiles): V[16][NCH][ci][TC] from x, E[16][NCH][co][TC] from dy,
+//                            partial sums M[16][NCH][co][ci] = E V^T (one batched GEMM of 16 * NCH), then dw =
+//                            G^T (M summed over the chunks in order) G
 // Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data,
-// 2 backward-filter), THREADS, BIAS and RELU (forward).
+// 2 backward-filter), THREADS, BIAS and RELU (forward), CHUNK (backward-filter).
 #include "layer_winograd_tiles.cuh"
 
 #ifndef BIAS
@@ -35,8 +37,6 @@ winograd_filter(const float* __restrict__ filter, float* __restrict__ u) {
   for (int x = 0; x < 16; ++x) u[x * kDims.co * kDims.ci + e] = t[x / 4][x % 4];
 }
 
-#endif
-
 // V for every (ci, column) of the chunk that starts at image `first`: consecutive threads along the
 // columns (tiles), so the 16 stores coalesce.
 extern "C" __global__ void __launch_bounds__(THREADS)
@@ -54,7 +54,6 @@ winograd_input(const float* __restrict__ in, float* __restrict__ v, int first, i
   for (int x = 0; x < 16; ++x) v[(size_t(x) * kDims.ci + ci) * columns + col] = t[x / 4][x % 4];
 }
 
-#if PASS != 2
 // The 2x2 outputs of every (co, column): A^T M A, then the forward pass's bias and ReLU; blocks that
 // reach past the output's edge write only their inside part.
 extern "C" __global__ void __launch_bounds__(THREADS)
@@ -87,30 +86,57 @@ winograd_output(const float* __restrict__ m, const float* __restrict__ bias, flo
     }
 }
 #else
-// E for every (co, column): the chunk's 2x2 blocks of dy, transformed.
-extern "C" __global__ void __launch_bounds__(THREADS)
-winograd_gradient(const float* __restrict__ dy, float* __restrict__ e_out, int first, int images) {
-  const int columns = images * kDims.tiles();
-  const int e = blockIdx.x * THREADS + threadIdx.x;
-  if (e >= kDims.co * columns) return;
-  const int co = e / columns, col = e % columns;
-  const int image = first + col / kDims.tiles(), tile = col % kDims.tiles();
-  float g[2][2], t[4][4];
-  wino::load_gradient_tile(dy + (size_t(image) * kDims.co + co) * kDims.oh * kDims.ow, kDims, tile / kDims.tw,
-                           tile % kDims.tw, g);
-  wino::gradient_tile(g, t);
-#pragma unroll
-  for (int x = 0; x < 16; ++x) e_out[(size_t(x) * kDims.co + co) * columns + col] = t[x / 4][x % 4];
+constexpr int kChunks = (N + CHUNK - 1) / CHUNK, kColumns = CHUNK * kDims.tiles();
+
+// Column `col` of chunk `chunk`: its image (possibly past N: a zero tile) and tile.
+__device__ __forceinline__ void chunk_column(int chunk, int col, int& image, int& ty, int& tx) {
+  image = chunk * CHUNK + col / kDims.tiles();
+  const int tile = col % kDims.tiles();
+  ty = tile / kDims.tw, tx = tile % kDims.tw;
 }
 
-// dw for every (co, ci) from the summed M: one thread each, consecutive threads along ci.
+// V for every (chunk, ci, column): x's tiles transformed, consecutive threads along the columns.
+extern "C" __global__ void __launch_bounds__(THREADS)
+winograd_tiles(const float* __restrict__ x, float* __restrict__ v) {
+  const int e = blockIdx.x * THREADS + threadIdx.x;
+  if (e >= kChunks * kDims.ci * kColumns) return;
+  const int col = e % kColumns, ci = e / kColumns % kDims.ci, chunk = e / (kColumns * kDims.ci);
+  int image, ty, tx;
+  chunk_column(chunk, col, image, ty, tx);
+  float d[4][4] = {}, t[4][4];
+  if (image < N) wino::load_input_tile(x + (size_t(image) * kDims.ci + ci) * kDims.ih * kDims.iw, kDims, ty, tx, d);
+  wino::input_tile(d, t);
+#pragma unroll
+  for (int p = 0; p < 16; ++p) v[size_t(p * kChunks * kDims.ci) * kColumns + e] = t[p / 4][p % 4];
+}
+
+// E for every (chunk, co, column): dy's 2x2 blocks transformed.
+extern "C" __global__ void __launch_bounds__(THREADS)
+winograd_gradient(const float* __restrict__ dy, float* __restrict__ e_out) {
+  const int e = blockIdx.x * THREADS + threadIdx.x;
+  if (e >= kChunks * kDims.co * kColumns) return;
+  const int col = e % kColumns, co = e / kColumns % kDims.co, chunk = e / (kColumns * kDims.co);
+  int image, ty, tx;
+  chunk_column(chunk, col, image, ty, tx);
+  float g[2][2] = {}, t[4][4];
+  if (image < N) wino::load_gradient_tile(dy + (size_t(image) * kDims.co + co) * kDims.oh * kDims.ow, kDims, ty, tx, g);
+  wino::gradient_tile(g, t);
+#pragma unroll
+  for (int p = 0; p < 16; ++p) e_out[size_t(p * kChunks * kDims.co) * kColumns + e] = t[p / 4][p % 4];
+}
+
+// dw for every (co, ci): the chunks' partial M summed in chunk order (no atomics), then G^T M G.
 extern "C" __global__ void __launch_bounds__(THREADS)
 winograd_filter_gradient(const float* __restrict__ m, float* __restrict__ dw) {
   const int e = blockIdx.x * THREADS + threadIdx.x;
   if (e >= kDims.co * kDims.ci) return;
   float t[4][4], g[3][3];
 #pragma unroll
-  for (int x = 0; x < 16; ++x) t[x / 4][x % 4] = m[x * kDims.co * kDims.ci + e];
+  for (int p = 0; p < 16; ++p) {
+    float sum = 0.f;
+    for (int chunk = 0; chunk < kChunks; ++chunk) sum += m[(p * kChunks + chunk) * kDims.co * kDims.ci + e];
+    t[p / 4][p % 4] = sum;
+  }
   wino::filter_gradient_tile(t, g);
 #pragma unroll
   for (int i = 0; i < 3; ++i)
