@@ -1,4 +1,4 @@
-// The Winograd F(2x2,3x3) variants: the whole method run on the CPU in fp32 through the kernels' own
+// The Winograd F(m x m,3x3) variants, m = 2 and 4: the whole method run on the CPU in fp32 through the kernels' own
 // transform functions (layer_winograd_tiles.cuh) against the float64 references, within the variant's
 // tolerance; the shapes it refuses; its cost; and every program compiling with NVRTC.
 #include <gtest/gtest.h>
@@ -36,73 +36,77 @@ std::vector<std::vector<float>> random_inputs(const Problem& p, unsigned seed) {
 
 // Backward-filter in fp32 as the GPU runs it: per tile, x's transformed tile and dy's transformed block,
 // their products summed over images and tiles per transform point, then G^T M G.
+template <int M>
 std::vector<double> host_filter_gradient(const Problem& p, const std::vector<std::vector<float>>& in) {
+  constexpr int T = M + 2, P = T * T;
   const LayerShape l(p);
-  const wino::WinoDims d = winograd_dims(WinogradPass::bwd_filter, l);
-  std::vector<float> m(size_t(16) * d.co * d.ci, 0.f);  // [co][ci][16]
+  const wino::WinoDims d = winograd_dims(WinogradPass::bwd_filter, M, l);
+  std::vector<float> m(size_t(P) * d.co * d.ci, 0.f);  // [co][ci][P]
   for (int64_t image = 0; image < l.n; ++image)
     for (int tile = 0; tile < d.tiles(); ++tile) {
-      std::vector<float> v(size_t(16) * d.ci);
+      std::vector<float> v(size_t(P) * d.ci);
       for (int ci = 0; ci < d.ci; ++ci) {
-        float tile_in[4][4], t[4][4];
-        wino::load_input_tile(in[0].data() + (image * d.ci + ci) * d.ih * d.iw, d, tile / d.tw, tile % d.tw, tile_in);
-        wino::input_tile(tile_in, t);
-        std::copy(&t[0][0], &t[0][0] + 16, v.begin() + size_t(ci) * 16);
+        float tile_in[T][T], t[T][T];
+        wino::load_input_tile<M>(in[0].data() + (image * d.ci + ci) * d.ih * d.iw, d, tile / d.tw, tile % d.tw, tile_in);
+        wino::input_tile<M>(tile_in, t);
+        std::copy(&t[0][0], &t[0][0] + P, v.begin() + size_t(ci) * P);
       }
       for (int co = 0; co < d.co; ++co) {
-        float g[2][2], e[4][4];
-        wino::load_gradient_tile(in[1].data() + (image * d.co + co) * d.oh * d.ow, d, tile / d.tw, tile % d.tw, g);
-        wino::gradient_tile(g, e);
+        float g[M][M], e[T][T];
+        wino::load_gradient_tile<M>(in[1].data() + (image * d.co + co) * d.oh * d.ow, d, tile / d.tw, tile % d.tw, g);
+        wino::gradient_tile<M>(g, e);
         for (int ci = 0; ci < d.ci; ++ci)
-          for (int x = 0; x < 16; ++x) m[(size_t(co) * d.ci + ci) * 16 + x] += e[x / 4][x % 4] * v[size_t(ci) * 16 + x];
+          for (int x = 0; x < P; ++x) m[(size_t(co) * d.ci + ci) * P + x] += e[x / T][x % T] * v[size_t(ci) * P + x];
       }
     }
   std::vector<double> dw(size_t(p.output_elements()), std::nan(""));
   for (int co = 0; co < d.co; ++co)
     for (int ci = 0; ci < d.ci; ++ci) {
-      float t[4][4], g[3][3];
-      std::copy(m.begin() + (size_t(co) * d.ci + ci) * 16, m.begin() + (size_t(co) * d.ci + ci + 1) * 16, &t[0][0]);
-      wino::filter_gradient_tile(t, g);
+      float t[T][T], g[3][3];
+      std::copy(m.begin() + (size_t(co) * d.ci + ci) * P, m.begin() + (size_t(co) * d.ci + ci + 1) * P, &t[0][0]);
+      wino::filter_gradient_tile<M>(t, g);
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) dw[size_t(((co * d.ci + ci) * 3 + i) * 3 + j)] = g[i][j];
     }
   return dw;
 }
 
-// The method in fp32 as the GPU runs it: U, V, the 16 products summed over ci, then A^T M A, bias, ReLU.
+// The method in fp32 as the GPU runs it: U, V, the t^2 products summed over ci, then A^T M A, bias, ReLU.
+template <int M>
 std::vector<double> host_winograd(const Problem& p, WinogradPass pass, const std::vector<std::vector<float>>& in) {
-  if (pass == WinogradPass::bwd_filter) return host_filter_gradient(p, in);
+  if (pass == WinogradPass::bwd_filter) return host_filter_gradient<M>(p, in);
+  constexpr int T = M + 2, P = T * T;
   const LayerShape l(p);
-  const wino::WinoDims d = winograd_dims(pass, l);
+  const wino::WinoDims d = winograd_dims(pass, M, l);
   const float* bias = pass == WinogradPass::forward && p.at("bias") == 1 ? in.at(2).data() : nullptr;
   const bool relu = pass == WinogradPass::forward && p.at("relu") == 1;
-  std::vector<float> u(size_t(16) * d.co * d.ci);  // [co][ci][16]
+  std::vector<float> u(size_t(P) * d.co * d.ci);  // [co][ci][P]
   for (int co = 0; co < d.co; ++co)
     for (int ci = 0; ci < d.ci; ++ci) {
-      float g[3][3], t[4][4];
+      float g[3][3], t[T][T];
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) g[i][j] = in[1][size_t(wino::filter_index(int(pass), d, co, ci, i, j))];
-      wino::filter_tile(g, t);
-      std::copy(&t[0][0], &t[0][0] + 16, u.begin() + (size_t(co) * d.ci + ci) * 16);
+      wino::filter_tile<M>(g, t);
+      std::copy(&t[0][0], &t[0][0] + P, u.begin() + (size_t(co) * d.ci + ci) * P);
     }
   std::vector<double> out(size_t(p.output_elements()), std::nan(""));
   for (int64_t image = 0; image < l.n; ++image)
     for (int tile = 0; tile < d.tiles(); ++tile) {
-      std::vector<float> v(size_t(16) * d.ci);
+      std::vector<float> v(size_t(P) * d.ci);
       for (int ci = 0; ci < d.ci; ++ci) {
-        float tile_in[4][4], t[4][4];
-        wino::load_input_tile(in[0].data() + (image * d.ci + ci) * d.ih * d.iw, d, tile / d.tw, tile % d.tw, tile_in);
-        wino::input_tile(tile_in, t);
-        std::copy(&t[0][0], &t[0][0] + 16, v.begin() + size_t(ci) * 16);
+        float tile_in[T][T], t[T][T];
+        wino::load_input_tile<M>(in[0].data() + (image * d.ci + ci) * d.ih * d.iw, d, tile / d.tw, tile % d.tw, tile_in);
+        wino::input_tile<M>(tile_in, t);
+        std::copy(&t[0][0], &t[0][0] + P, v.begin() + size_t(ci) * P);
       }
       for (int co = 0; co < d.co; ++co) {
-        float m[4][4] = {}, y[2][2];
+        float m[T][T] = {}, y[M][M];
         for (int ci = 0; ci < d.ci; ++ci)
-          for (int x = 0; x < 16; ++x) m[x / 4][x % 4] += u[(size_t(co) * d.ci + ci) * 16 + x] * v[size_t(ci) * 16 + x];
-        wino::output_tile(m, y);
-        for (int i = 0; i < 2; ++i)
-          for (int j = 0; j < 2; ++j) {
-            const int oy = 2 * (tile / d.tw) + i, ox = 2 * (tile % d.tw) + j;
+          for (int x = 0; x < P; ++x) m[x / T][x % T] += u[(size_t(co) * d.ci + ci) * P + x] * v[size_t(ci) * P + x];
+        wino::output_tile<M>(m, y);
+        for (int i = 0; i < M; ++i)
+          for (int j = 0; j < M; ++j) {
+            const int oy = M * (tile / d.tw) + i, ox = M * (tile % d.tw) + j;
             if (oy >= d.oh || ox >= d.ow) continue;
             float value = y[i][j];
             if (bias) value += bias[co];
@@ -112,6 +116,10 @@ std::vector<double> host_winograd(const Problem& p, WinogradPass pass, const std
       }
     }
   return out;
+}
+
+std::vector<double> host_winograd(int m, const Problem& p, WinogradPass pass, const std::vector<std::vector<float>>& in) {
+  return m == 2 ? host_winograd<2>(p, pass, in) : host_winograd<4>(p, pass, in);
 }
 
 // ||got - want|| / ||want|| and max |got - want| / max |want|; NaN (an element never written) fails both.
@@ -152,23 +160,40 @@ const Variant& variant(const std::string& family) { return Registry::instance().
 
 TEST(LayerWinograd, HostMethodMatchesReferencesWithinTolerance) {
   unsigned seed = 7;
-  for (const char* family : kPasses)
-    for (const Problem& p : shapes(family)) {
-      const auto in = random_inputs(p, seed++);
-      const auto [rel_l2, max_rel] = errors(host_winograd(p, pass_of(family), in), cpu_reference(p, in));
-      const Tolerance tol = variant(family).tolerance(p, {{"chunk", 1}});
-      EXPECT_LE(rel_l2, tol.rel_l2) << p.key();
-      EXPECT_LE(max_rel, tol.max_rel) << p.key();
-      std::printf("%s: rel_l2 %.2e (bound %.1e), max_rel %.2e (bound %.1e)\n", p.key().c_str(), rel_l2, tol.rel_l2,
-                  max_rel, tol.max_rel);
-    }
+  for (int m : {2, 4})
+    for (const char* family : kPasses)
+      for (const Problem& p : shapes(family)) {
+        const auto in = random_inputs(p, seed++);
+        const auto [rel_l2, max_rel] = errors(host_winograd(m, p, pass_of(family), in), cpu_reference(p, in));
+        const Tolerance tol = variant(family).tolerance(p, {{"tile", m}, {"chunk", 1}});
+        EXPECT_LE(rel_l2, tol.rel_l2) << p.key() << " m " << m;
+        EXPECT_LE(max_rel, tol.max_rel) << p.key() << " m " << m;
+        std::printf("m %d %s: rel_l2 %.2e (bound %.1e), max_rel %.2e (bound %.1e)\n", m, p.key().c_str(), rel_l2,
+                    tol.rel_l2, max_rel, tol.max_rel);
+      }
 }
 
-TEST(LayerWinograd, RefusesWhatF2x2Of3x3CannotDo) {
+// The C256 14x14 layer's 2304-term sums, where F(4x4,3x3)'s larger rounding matters most: within the bound
+// with room to spare on one image's worth of tiles.
+TEST(LayerWinograd, F4x4WithinTheBoundOnTheWidestLayer) {
+  unsigned seed = 99;
+  for (const char* family : {"layer_fwd", "layer_bwd_data"}) {
+    const Problem p = shape(family, {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1});
+    const auto in = random_inputs(p, seed++);
+    const auto [rel_l2, max_rel] = errors(host_winograd(4, p, pass_of(family), in), cpu_reference(p, in));
+    const Tolerance tol = variant(family).tolerance(p, {{"tile", 4}, {"chunk", 1}});
+    EXPECT_LE(rel_l2, tol.rel_l2 / 2) << family;
+    EXPECT_LE(max_rel, tol.max_rel / 2) << family;
+    std::printf("m 4 %s: rel_l2 %.2e (bound %.1e), max_rel %.2e (bound %.1e)\n", p.key().c_str(), rel_l2, tol.rel_l2,
+                max_rel, tol.max_rel);
+  }
+}
+
+TEST(LayerWinograd, RefusesWhatWinogradOf3x3CannotDo) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   for (const char* family : kPasses) {
     const Variant& v = variant(family);
-    const Config c{{"chunk", 1}};
+    const Config c{{"tile", 2}, {"chunk", 1}};
     EXPECT_TRUE(v.can_implement(shape(family, {1, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), c, dev).ok);
     const Status five = v.can_implement(shape(family, {1, 2, 8, 8, 2, 5, 5, 2, 2, 1, 1}), c, dev);
     EXPECT_FALSE(five.ok);
@@ -176,37 +201,49 @@ TEST(LayerWinograd, RefusesWhatF2x2Of3x3CannotDo) {
     const Status strided = v.can_implement(shape(family, {1, 2, 8, 8, 2, 3, 3, 1, 1, 2, 1}), c, dev);
     EXPECT_FALSE(strided.ok);
     EXPECT_TRUE(contains(strided.reason, "stride 1")) << strided.reason;
-    EXPECT_FALSE(v.can_implement(shape(family, {2, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), {{"chunk", 3}}, dev).ok);
+    EXPECT_FALSE(v.can_implement(shape(family, {2, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), {{"tile", 2}, {"chunk", 3}}, dev).ok);
+    const Status three = v.can_implement(shape(family, {2, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), {{"tile", 3}, {"chunk", 1}}, dev);
+    EXPECT_FALSE(three.ok);
+    EXPECT_TRUE(contains(three.reason, "tile 3 is not one of 2, 4")) << three.reason;
   }
 }
 
-// Backward-filter's sums run over every image and tile: the C128 layer's 6272 tiles per transform point.
+// Backward-filter's sums run over every image and tile: the C128 layer's 6272 tiles per transform point
+// (m = 2). dy's 2x2 block through A = [1 0; 1 1; 1 -1; 0 -1]: 2 adds per column, then 2 per row of 4.
 TEST(LayerWinograd, BackwardFilterCostByHand) {
   const Problem p = shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
-  const Cost c = variant("layer_bwd_filter").cost(p, {{"chunk", 32}});
+  const Cost c = variant("layer_bwd_filter").cost(p, {{"tile", 2}, {"chunk", 32}});
   const double tiles = 32.0 * 196;
-  EXPECT_DOUBLE_EQ(c.flops_variant, 2.0 * 16 * 128 * 128 * tiles + 32.0 * 128 * tiles + 16.0 * 128 * tiles);
+  EXPECT_DOUBLE_EQ(c.flops_variant, 2.0 * 16 * 128 * 128 * tiles + 32.0 * 128 * tiles + 12.0 * 128 * tiles);
   EXPECT_DOUBLE_EQ(c.bytes_model, c.bytes_min + 4.0 * 16 * (128.0 * 128 * 2 + 2.0 * 256 * tiles));
 }
 
-// The C128 28x28 layer: 32 images of 14 x 14 tiles, ci = co = 128, chunk 8 (4 chunks).
+// The C128 28x28 layer: 32 images of 14 x 14 tiles (m = 2) or 7 x 7 (m = 4), ci = co = 128, chunk 8
+// (4 chunks). Transform flops counted by hand from the matrices: m = 2, B^T's rows hold 2 terms (32 per
+// tile), A^T's 3 (24); m = 4, B^T's rows cost 4, 5, 5, 5, 5, 4 adds and scalings over 6 + 6 columns and
+// rows (336), A^T's 4, 5, 5, 6 over 6 + 4 (200).
 TEST(LayerWinograd, CostByHand) {
   const Problem p = shape("layer_fwd", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
-  const Cost c = variant("layer_fwd").cost(p, {{"chunk", 8}});
-  const double tiles = 32.0 * 196;
-  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 32 * 128 * 784 * 128 * 9);
-  EXPECT_DOUBLE_EQ(c.flops_variant, 2.0 * 16 * 128 * 128 * tiles + 32.0 * 128 * tiles + 24.0 * 128 * tiles);
-  EXPECT_DOUBLE_EQ(c.bytes_model, c.bytes_min + 4.0 * 16 * (128.0 * 128 * 5 + 2.0 * 256 * tiles));
+  const Cost two = variant("layer_fwd").cost(p, {{"tile", 2}, {"chunk", 8}});
+  double tiles = 32.0 * 196;
+  EXPECT_DOUBLE_EQ(two.flops, 2.0 * 32 * 128 * 784 * 128 * 9);
+  EXPECT_DOUBLE_EQ(two.flops_variant, 2.0 * 16 * 128 * 128 * tiles + 32.0 * 128 * tiles + 24.0 * 128 * tiles);
+  EXPECT_DOUBLE_EQ(two.bytes_model, two.bytes_min + 4.0 * 16 * (128.0 * 128 * 5 + 2.0 * 256 * tiles));
+  const Cost four = variant("layer_fwd").cost(p, {{"tile", 4}, {"chunk", 8}});
+  tiles = 32.0 * 49;
+  EXPECT_DOUBLE_EQ(four.flops_variant, 2.0 * 36 * 128 * 128 * tiles + 336.0 * 128 * tiles + 200.0 * 128 * tiles);
+  EXPECT_DOUBLE_EQ(four.bytes_model, four.bytes_min + 4.0 * 36 * (128.0 * 128 * 5 + 2.0 * 256 * tiles));
 }
 
 TEST(LayerWinogradCompile, EveryPassAndEpilogue) {
   std::vector<JitProgram> programs;
-  for (const char* family : kPasses)
-    for (const Problem& p : shapes(family))
-      for (const JitProgram& prog : variant(family).programs(p, {{"chunk", 1}})) programs.push_back(prog);
+  for (int m : {2, 4})
+    for (const char* family : kPasses)
+      for (const Problem& p : shapes(family))
+        for (const JitProgram& prog : variant(family).programs(p, {{"tile", m}, {"chunk", 1}})) programs.push_back(prog);
   Problem plain = shape("layer_fwd", {2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1});
   plain.dims["bias"] = 0;
   plain.dims["relu"] = 0;
-  for (const JitProgram& prog : variant("layer_fwd").programs(plain, {{"chunk", 1}})) programs.push_back(prog);
+  for (const JitProgram& prog : variant("layer_fwd").programs(plain, {{"tile", 4}, {"chunk", 1}})) programs.push_back(prog);
   expect_all_compile(programs);
 }

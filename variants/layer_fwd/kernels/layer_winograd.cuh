@@ -1,14 +1,14 @@
 // The transform kernels of the Winograd variants (layer_fwd.winograd, layer_bwd_data.winograd,
-// layer_bwd_filter.winograd); the 16 GEMMs between them are cuBLAS's (strict fp32). Layouts, for a chunk
-// of `images` images with T = images * tiles-per-image columns:
-//   forward, backward-data:  U[16][co][ci] transformed filter, V[16][ci][T] transformed input tiles,
-//                            M[16][co][T] = U V per transform point, out = the 2x2 blocks of A^T M A
+// layer_bwd_filter.winograd), F(m x m, 3x3) with m = TILE and t = m + 2; the t^2 GEMMs between them are
+// cuBLAS's (strict fp32). Layouts, for a chunk of `images` images with T = images * tiles-per-image columns:
+//   forward, backward-data:  U[t^2][co][ci] transformed filter, V[t^2][ci][T] transformed input tiles,
+//                            M[t^2][co][T] = U V per transform point, out = the m x m blocks of A^T M A
 //   backward-filter:         the whole batch at once, in NCH chunks of CHUNK images (TC columns each; images
-//                            past N are zero tiles): V[16][NCH][ci][TC] from x, E[16][NCH][co][TC] from dy,
-//                            partial sums M[16][NCH][co][ci] = E V^T (one batched GEMM of 16 * NCH), then dw =
-//                            G^T (M summed over the chunks in order) G
+//                            past N are zero tiles): V[t^2][NCH][ci][TC] from x, E[t^2][NCH][co][TC] from dy,
+//                            partial sums M[t^2][NCH][co][ci] = E V^T (one batched GEMM of t^2 * NCH), then
+//                            dw = G^T (M summed over the chunks in order) G
 // Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data,
-// 2 backward-filter), THREADS, BIAS and RELU (forward), CHUNK (backward-filter).
+// 2 backward-filter), TILE (m: 2 or 4), THREADS, BIAS and RELU (forward), CHUNK (backward-filter).
 #include "layer_winograd_tiles.cuh"
 
 #ifndef BIAS
@@ -18,7 +18,8 @@
 #define RELU 0
 #endif
 
-constexpr wino::WinoDims kDims = wino::dims(PASS, C, H, W, K, PAD_H, PAD_W, P, Q);
+constexpr int kM = TILE, kT = TILE + 2, kPoints = kT * kT;
+constexpr wino::WinoDims kDims = wino::dims(PASS, kM, C, H, W, K, PAD_H, PAD_W, P, Q);
 
 #if PASS != 2
 // U for every (co, ci): one thread each, consecutive threads along ci (the stores coalesce).
@@ -27,18 +28,18 @@ winograd_filter(const float* __restrict__ filter, float* __restrict__ u) {
   const int e = blockIdx.x * THREADS + threadIdx.x;
   if (e >= kDims.co * kDims.ci) return;
   const int co = e / kDims.ci, ci = e % kDims.ci;
-  float g[3][3], t[4][4];
+  float g[3][3], t[kT][kT];
 #pragma unroll
   for (int i = 0; i < 3; ++i)
 #pragma unroll
     for (int j = 0; j < 3; ++j) g[i][j] = __ldg(filter + wino::filter_index(PASS, kDims, co, ci, i, j));
-  wino::filter_tile(g, t);
+  wino::filter_tile<kM>(g, t);
 #pragma unroll
-  for (int x = 0; x < 16; ++x) u[x * kDims.co * kDims.ci + e] = t[x / 4][x % 4];
+  for (int x = 0; x < kPoints; ++x) u[x * kDims.co * kDims.ci + e] = t[x / kT][x % kT];
 }
 
 // V for every (ci, column) of the chunk that starts at image `first`: consecutive threads along the
-// columns (tiles), so the 16 stores coalesce.
+// columns (tiles), so the t^2 stores coalesce.
 extern "C" __global__ void __launch_bounds__(THREADS)
 winograd_input(const float* __restrict__ in, float* __restrict__ v, int first, int images) {
   const int columns = images * kDims.tiles();
@@ -46,15 +47,15 @@ winograd_input(const float* __restrict__ in, float* __restrict__ v, int first, i
   if (e >= kDims.ci * columns) return;
   const int ci = e / columns, col = e % columns;
   const int image = first + col / kDims.tiles(), tile = col % kDims.tiles();
-  float d[4][4], t[4][4];
-  wino::load_input_tile(in + (size_t(image) * kDims.ci + ci) * kDims.ih * kDims.iw, kDims, tile / kDims.tw,
-                        tile % kDims.tw, d);
-  wino::input_tile(d, t);
+  float d[kT][kT], t[kT][kT];
+  wino::load_input_tile<kM>(in + (size_t(image) * kDims.ci + ci) * kDims.ih * kDims.iw, kDims, tile / kDims.tw,
+                            tile % kDims.tw, d);
+  wino::input_tile<kM>(d, t);
 #pragma unroll
-  for (int x = 0; x < 16; ++x) v[(size_t(x) * kDims.ci + ci) * columns + col] = t[x / 4][x % 4];
+  for (int x = 0; x < kPoints; ++x) v[(size_t(x) * kDims.ci + ci) * columns + col] = t[x / kT][x % kT];
 }
 
-// The 2x2 outputs of every (co, column): A^T M A, then the forward pass's bias and ReLU; blocks that
+// The m x m outputs of every (co, column): A^T M A, then the forward pass's bias and ReLU; blocks that
 // reach past the output's edge write only their inside part.
 extern "C" __global__ void __launch_bounds__(THREADS)
 winograd_output(const float* __restrict__ m, const float* __restrict__ bias, float* __restrict__ out, int first,
@@ -64,16 +65,16 @@ winograd_output(const float* __restrict__ m, const float* __restrict__ bias, flo
   if (e >= kDims.co * columns) return;
   const int co = e / columns, col = e % columns;
   const int image = first + col / kDims.tiles(), tile = col % kDims.tiles();
-  float t[4][4], y[2][2];
+  float t[kT][kT], y[kM][kM];
 #pragma unroll
-  for (int x = 0; x < 16; ++x) t[x / 4][x % 4] = m[(size_t(x) * kDims.co + co) * columns + col];
-  wino::output_tile(t, y);
-  const int y0 = 2 * (tile / kDims.tw), x0 = 2 * (tile % kDims.tw);
+  for (int x = 0; x < kPoints; ++x) t[x / kT][x % kT] = m[(size_t(x) * kDims.co + co) * columns + col];
+  wino::output_tile<kM>(t, y);
+  const int y0 = kM * (tile / kDims.tw), x0 = kM * (tile % kDims.tw);
   float* plane = out + (size_t(image) * kDims.co + co) * kDims.oh * kDims.ow;
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < kM; ++i)
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
+    for (int j = 0; j < kM; ++j) {
       if (y0 + i >= kDims.oh || x0 + j >= kDims.ow) continue;
       float value = y[i][j];
 #if BIAS
@@ -103,14 +104,15 @@ winograd_tiles(const float* __restrict__ x, float* __restrict__ v) {
   const int col = e % kColumns, ci = e / kColumns % kDims.ci, chunk = e / (kColumns * kDims.ci);
   int image, ty, tx;
   chunk_column(chunk, col, image, ty, tx);
-  float d[4][4] = {}, t[4][4];
-  if (image < N) wino::load_input_tile(x + (size_t(image) * kDims.ci + ci) * kDims.ih * kDims.iw, kDims, ty, tx, d);
-  wino::input_tile(d, t);
+  float d[kT][kT] = {}, t[kT][kT];
+  if (image < N)
+    wino::load_input_tile<kM>(x + (size_t(image) * kDims.ci + ci) * kDims.ih * kDims.iw, kDims, ty, tx, d);
+  wino::input_tile<kM>(d, t);
 #pragma unroll
-  for (int p = 0; p < 16; ++p) v[size_t(p * kChunks * kDims.ci) * kColumns + e] = t[p / 4][p % 4];
+  for (int p = 0; p < kPoints; ++p) v[size_t(p * kChunks * kDims.ci) * kColumns + e] = t[p / kT][p % kT];
 }
 
-// E for every (chunk, co, column): dy's 2x2 blocks transformed.
+// E for every (chunk, co, column): dy's m x m blocks transformed.
 extern "C" __global__ void __launch_bounds__(THREADS)
 winograd_gradient(const float* __restrict__ dy, float* __restrict__ e_out) {
   const int e = blockIdx.x * THREADS + threadIdx.x;
@@ -118,11 +120,12 @@ winograd_gradient(const float* __restrict__ dy, float* __restrict__ e_out) {
   const int col = e % kColumns, co = e / kColumns % kDims.co, chunk = e / (kColumns * kDims.co);
   int image, ty, tx;
   chunk_column(chunk, col, image, ty, tx);
-  float g[2][2] = {}, t[4][4];
-  if (image < N) wino::load_gradient_tile(dy + (size_t(image) * kDims.co + co) * kDims.oh * kDims.ow, kDims, ty, tx, g);
-  wino::gradient_tile(g, t);
+  float g[kM][kM] = {}, t[kT][kT];
+  if (image < N)
+    wino::load_gradient_tile<kM>(dy + (size_t(image) * kDims.co + co) * kDims.oh * kDims.ow, kDims, ty, tx, g);
+  wino::gradient_tile<kM>(g, t);
 #pragma unroll
-  for (int p = 0; p < 16; ++p) e_out[size_t(p * kChunks * kDims.co) * kColumns + e] = t[p / 4][p % 4];
+  for (int p = 0; p < kPoints; ++p) e_out[size_t(p * kChunks * kDims.co) * kColumns + e] = t[p / kT][p % kT];
 }
 
 // dw for every (co, ci): the chunks' partial M summed in chunk order (no atomics), then G^T M G.
@@ -130,14 +133,14 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 winograd_filter_gradient(const float* __restrict__ m, float* __restrict__ dw) {
   const int e = blockIdx.x * THREADS + threadIdx.x;
   if (e >= kDims.co * kDims.ci) return;
-  float t[4][4], g[3][3];
+  float t[kT][kT], g[3][3];
 #pragma unroll
-  for (int p = 0; p < 16; ++p) {
+  for (int p = 0; p < kPoints; ++p) {
     float sum = 0.f;
     for (int chunk = 0; chunk < kChunks; ++chunk) sum += m[(p * kChunks + chunk) * kDims.co * kDims.ci + e];
-    t[p / 4][p % 4] = sum;
+    t[p / kT][p % kT] = sum;
   }
-  wino::filter_gradient_tile(t, g);
+  wino::filter_gradient_tile<kM>(t, g);
 #pragma unroll
   for (int i = 0; i < 3; ++i)
 #pragma unroll
