@@ -74,7 +74,8 @@ TEST(LayerDirect, TheTiledCorrelationIsEachPass) {
 TEST(LayerDirect, KernelsCompileOverASampleOfTheirSpace) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   std::vector<JitProgram> programs;
-  for (const char* name : {"layer_fwd.direct_tiled", "layer_bwd_data.direct", "layer_bwd_filter.direct"}) {
+  for (const char* name :
+       {"layer_fwd.direct_tiled", "layer_bwd_data.direct", "layer_bwd_filter.direct", "layer_bwd_filter.row_tiled"}) {
     const Variant& v = Registry::instance().get(name);
     std::vector<Problem> problems = find_family(v.family()).test_problems();
     problems.push_back(find_family(v.family()).example());
@@ -121,6 +122,44 @@ TEST(LayerDirect, RefusalsSayWhy) {
   Problem tiny = find_family("layer_bwd_filter").test_problems().front();  // n = h = w = 1: one segment
   const Config split = {{"maps_per_thread", 4}, {"c_per_block", 1}, {"splits", 32}};
   EXPECT_TRUE(contains(filter.can_implement(tiny, split, dev).reason, "segments"));
+}
+
+TEST(LayerDirect, RowTiledRefusalsSayWhy) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& rows = Registry::instance().get("layer_bwd_filter.row_tiled");
+  const auto dims = find_family("layer_bwd_filter").dims();
+  // N32 C3 224x224 K64 R7 pad3: the few-channel layer it is for.
+  Problem p = layer_problem("layer_bwd_filter", dims, {32, 3, 224, 224, 64, 7, 7, 3, 3, 1, 1, 0});
+  Config c = {{"maps", 8}, {"splits", 256}, {"min_blocks", 4}};
+  EXPECT_TRUE(rows.can_implement(p, c, dev)) << rows.can_implement(p, c, dev).reason;
+  Problem r9 = layer_problem("layer_bwd_filter", dims, {32, 3, 224, 224, 64, 9, 9, 4, 4, 1, 1, 0});
+  EXPECT_TRUE(contains(rows.can_implement(r9, c, dev).reason, "min_blocks x r > 32"));  // under 64 registers
+  c["min_blocks"] = 1;
+  EXPECT_TRUE(rows.can_implement(r9, c, dev)) << rows.can_implement(r9, c, dev).reason;
+  Problem wide = layer_problem("layer_bwd_filter", dims, {32, 3, 224, 224, 64, 17, 17, 8, 8, 1, 1, 0});
+  EXPECT_TRUE(contains(rows.can_implement(wide, c, dev).reason, "maps x s > 128"));
+  Problem k4 = layer_problem("layer_bwd_filter", dims, {32, 3, 224, 224, 4, 7, 7, 3, 3, 1, 1, 0});
+  EXPECT_TRUE(contains(rows.can_implement(k4, c, dev).reason, "k <= 4"));
+  c["maps"] = 4;
+  EXPECT_TRUE(rows.can_implement(k4, c, dev)) << rows.can_implement(k4, c, dev).reason;
+  Problem strided = layer_problem("layer_bwd_filter", dims, {32, 3, 224, 224, 64, 7, 7, 3, 3, 2, 2, 0});
+  EXPECT_TRUE(contains(rows.can_implement(strided, c, dev).reason, "stride 1"));
+  Problem many = layer_problem("layer_bwd_filter", dims, {32, 32, 56, 56, 64, 3, 3, 1, 1, 1, 1, 0});
+  EXPECT_TRUE(contains(rows.can_implement(many, c, dev).reason, "c > 16"));
+  Problem few_rows = layer_problem("layer_bwd_filter", dims, {1, 3, 100, 128, 8, 3, 3, 1, 1, 1, 1, 0});
+  EXPECT_TRUE(contains(rows.can_implement(few_rows, c, dev).reason, "splits > the 100 (image, row) pairs"));
+  DeviceInfo old = dev;
+  old.cc_major = 7;
+  EXPECT_TRUE(contains(rows.can_implement(p, c, old).reason, "cp.async"));
+}
+
+TEST(LayerDirect, RowTiledCostModel) {
+  // N2 C3 8x8 K10 R3 pad1: dy (2x10x64) staged once per input map, x (2x3x64) once per group of 8 maps (2
+  // groups), 4 splits of partial dw (10x3x3x3) written and read, dw written.
+  const Problem p = layer_problem("layer_bwd_filter", find_family("layer_bwd_filter").dims(), {2, 3, 8, 8, 10, 3, 3, 1, 1, 1, 1, 0});
+  const Cost cost = Registry::instance().get("layer_bwd_filter.row_tiled").cost(p, {{"maps", 8}, {"splits", 4}, {"min_blocks", 1}});
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * (2 * 10 * 64) * (3 * 3 * 3));
+  EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (2 * 10 * 64 * 3 + 2 * 3 * 64 * 2 + 2 * 4 * 270 + 270));
 }
 
 TEST(LayerDirect, CostModel) {

@@ -63,13 +63,4 @@ extern "C" __global__ void __launch_bounds__(32 * WARPS)
     }
 }
 
-// dw = the splits' partial sums added in split order.
-extern "C" __global__ void layer_bwd_filter_sum_splits_kernel(const float*, const float*, float* __restrict__ dw,
-                                                              void* workspace) {
-  const float* partial = static_cast<const float*>(workspace);
-  for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < FILTER_ELEMENTS; e += gridDim.x * blockDim.x) {
-    float sum = 0.f;
-    for (int split = 0; split < SPLITS; ++split) sum += partial[size_t(split) * FILTER_ELEMENTS + e];
-    dw[e] = sum;
-  }
-}
+#include "layer_bwd_filter_sum_splits.cuh"
