@@ -1,12 +1,14 @@
 // What an application that ships a dispatch table does: pick this GPU's table and candidate, run the
 // convolution, check sampled outputs against a float64 loop, and time it. Includes nothing of the harness.
-// Usage: conv2d_app <dispatch.json> <h> <w> <r>
+// Usage: conv2d_app <dispatch.json> <h> <w> <r> [--tune]  (--tune: first-use tuning on a shape the table
+// did not measure, docs/DISPATCH.md)
 #include <cuda_runtime_api.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "convtune_runtime.h"
@@ -32,13 +34,14 @@ double reference_at(const std::vector<float>& img, const std::vector<float>& f, 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: conv2d_app <dispatch.json> <h> <w> <r>\n");
+  const bool tune = argc == 6 && std::string(argv[5]) == "--tune";
+  if (argc != 5 && !tune) {
+    std::fprintf(stderr, "usage: conv2d_app <dispatch.json> <h> <w> <r> [--tune]\n");
     return 2;
   }
   const int h = std::atoi(argv[2]), w = std::atoi(argv[3]), r = std::atoi(argv[4]);
   try {
-    convtune_runtime::Conv2d conv(argv[1], h, w, r);
+    convtune_runtime::Conv2d conv(argv[1], h, w, r, tune);
     std::printf("table: %s\ncandidate: %s (%s)\n", conv.table().c_str(), conv.candidate().c_str(), conv.rule().c_str());
     const size_t pixels = size_t(h) * w, taps = size_t(2 * r + 1) * (2 * r + 1);
     std::vector<float> img(pixels), f(taps), out(pixels);
@@ -54,6 +57,7 @@ int main(int argc, char** argv) {
     check_cuda(cudaMemcpy(d_f, f.data(), taps * 4, cudaMemcpyHostToDevice), "copy in");
     conv.set_filter(d_f, nullptr);
     conv.run(d_img, d_out, nullptr);
+    if (conv.rule() == "tuned") std::printf("tuned at the first run: %s\n", conv.candidate().c_str());
     check_cuda(cudaMemcpy(out.data(), d_out, pixels * 4, cudaMemcpyDeviceToHost), "copy out");
     // Sampled outputs, the corners (the zero ghost cells) included, against float64.
     double worst = 0, scale = 0;

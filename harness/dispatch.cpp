@@ -217,6 +217,13 @@ json make_dispatch(const json& summary, const std::vector<json>& records) {
                              {"config", rec.value("config", json::object())},
                              {"median_ms", round6(median_ms(rec))}});
     e["baselines"] = baselines;
+    json alternates = json::array();
+    for (const json& a : c.alternates)
+      alternates.push_back({{"variant", a.at("variant")},
+                            {"config", a.value("config", json::object())},
+                            {"candidate", a.at("candidate")},
+                            {"median_ms", round6(median_ms(a))}});
+    e["alternates"] = alternates;
     families.insert(e["family"].get<std::string>());
     entries.push_back(std::move(e));
   }
@@ -241,31 +248,50 @@ json make_dispatch(const json& summary, const std::vector<json>& records) {
             {"defaults", safe_defaults(records, choices)}}}};
 }
 
-Lookup lookup(const json& dispatch, const Problem& p) {
-  const std::string& fam = p.family;
+namespace {
+
+// An entry of the problem's family that differs from it in no required dim, with its distances.
+struct Candidate {
+  const json* entry;
+  double constraint_distance, shape_distance;
+  bool exact;
+};
+
+// Distances are sums over dims of |log2((a + 1) / (b + 1))|, split into the constraint dims and the others.
+std::vector<Candidate> usable_entries(const json& dispatch, const Problem& p) {
   const auto cons = constraints_of(dispatch, p.type());
   const auto required = required_of(dispatch, p.type());
   const auto dims = p.type().dims();
-  // Entries that differ in a required dim are never used. Nearest = lowest (distance over constraint
-  // dims, distance over the others): same-constraint entries first (distance 0), else the nearest
-  // constraint values (e.g. the nearest radius).
-  const json* best = nullptr;
-  double best_c = 0, best_s = 0;
+  std::vector<Candidate> out;
   for (const json& e : dispatch.at("entries")) {
-    if (e.at("family").get<std::string>() != fam) continue;
+    if (e.at("family").get<std::string>() != p.family) continue;
     const std::vector<int64_t> ed = entry_dims(e, p.type());
-    double c = 0, s = 0;
-    bool exact = true, usable = true;
+    Candidate c{&e, 0, 0, true};
+    bool usable = true;
     for (size_t i = 0; i < dims.size(); ++i) {
       const int64_t want = p.at(dims[i].name);
-      exact = exact && ed[i] == want;
+      c.exact = c.exact && ed[i] == want;
       usable = usable && (ed[i] == want || !listed(required, dims[i].name));
-      (listed(cons, dims[i].name) ? c : s) += dim_distance(ed[i], want);
+      (listed(cons, dims[i].name) ? c.constraint_distance : c.shape_distance) += dim_distance(ed[i], want);
     }
-    if (!usable) continue;
-    if (exact) return {e, "exact"};
+    if (usable) out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+Lookup lookup(const json& dispatch, const Problem& p) {
+  const std::string& fam = p.family;
+  // Nearest = lowest (distance over constraint dims, distance over the others): same-constraint entries
+  // first (distance 0), else the nearest constraint values (e.g. the nearest radius).
+  const json* best = nullptr;
+  double best_c = 0, best_s = 0;
+  for (const Candidate& e : usable_entries(dispatch, p)) {
+    if (e.exact) return {*e.entry, "exact"};
+    const double c = e.constraint_distance, s = e.shape_distance;
     if (!best || c < best_c - kTieEps || (c <= best_c + kTieEps && s < best_s - kTieEps)) {
-      best = &e;
+      best = e.entry;
       best_c = c;
       best_s = s;
     }
@@ -282,6 +308,29 @@ Lookup lookup(const json& dispatch, const Problem& p) {
   for (const auto& [f, d] : defaults.items()) covered += (covered.empty() ? "" : ", ") + f;
   throw InputError("the dispatch table has no entry or default for family '" + fam + "' (it covers: " +
                    (covered.empty() ? "nothing" : covered) + ")");
+}
+
+std::vector<json> tuning_shortlist(const json& dispatch, const Problem& p) {
+  const Lookup pick = lookup(dispatch, p);
+  std::vector<json> out;
+  std::set<std::string> seen;
+  auto add = [&](const json& c) {
+    const json config = c.value("config", json::object());
+    const std::string name = c.value("candidate", candidate_name(c.at("variant").get<std::string>(), config));
+    if (seen.insert(name).second) out.push_back({{"variant", c.at("variant")}, {"config", config}, {"candidate", name}});
+  };
+  add(pick.entry);
+  if (pick.rule != "nearest") return out;
+  std::vector<Candidate> near = usable_entries(dispatch, p);
+  std::stable_sort(near.begin(), near.end(), [](const Candidate& a, const Candidate& b) {
+    return std::make_pair(a.constraint_distance, a.shape_distance) < std::make_pair(b.constraint_distance, b.shape_distance);
+  });
+  for (size_t k = 0; k < std::min(near.size(), kShortlistEntries); ++k) {
+    add(*near[k].entry);
+    const json alternates = near[k].entry->value("alternates", json::array());
+    for (size_t a = 0; a + 1 < kShortlistPerEntry && a < alternates.size(); ++a) add(alternates[a]);
+  }
+  return out;
 }
 
 namespace {

@@ -55,4 +55,11 @@ struct Lookup {
 };
 Lookup lookup(const json& dispatch, const Problem& p);
 
+// What first-use tuning times for a problem (the runtime's tune_unseen): for an exact match or a
+// default, the lookup's choice alone; for "nearest", the lookup's choice, then the choice and the first
+// kShortlistPerEntry - 1 alternates of each of the kShortlistEntries nearest entries, without repeats.
+// Each element: {"variant", "config", "candidate"}.
+constexpr size_t kShortlistEntries = 3, kShortlistPerEntry = 3;
+std::vector<json> tuning_shortlist(const json& dispatch, const Problem& p);
+
 }  // namespace convtune

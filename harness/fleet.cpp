@@ -44,9 +44,10 @@ TablePick pick_table(const json& fleet, const std::string& device_name, const st
 
 DeviceLookup lookup_on_device(const json& dispatch, const std::string& device_name,
                               const std::string& compute_capability, const Problem& p) {
-  if (!is_fleet(dispatch)) return {lookup(dispatch, p), "single table", device_field(dispatch, "name")};
+  if (!is_fleet(dispatch))
+    return {lookup(dispatch, p), "single table", device_field(dispatch, "name"), tuning_shortlist(dispatch, p)};
   const TablePick pick = pick_table(dispatch, device_name, compute_capability);
-  return {lookup(pick.table, p), pick.rule, device_field(pick.table, "name")};
+  return {lookup(pick.table, p), pick.rule, device_field(pick.table, "name"), tuning_shortlist(pick.table, p)};
 }
 
 void export_fleet(const std::vector<fs::path>& runs, const fs::path& out) {

@@ -27,10 +27,12 @@ struct TablePick {
 };
 TablePick pick_table(const json& fleet, const std::string& device_name, const std::string& compute_capability);
 
-// lookup() on the table the device gets: a single-device table is used as it is ("single table").
+// lookup() and tuning_shortlist() on the table the device gets: a single-device table is used as it is
+// ("single table").
 struct DeviceLookup {
   Lookup lookup;
   std::string table_rule, table_device;
+  std::vector<json> shortlist;
 };
 DeviceLookup lookup_on_device(const json& dispatch, const std::string& device_name,
                               const std::string& compute_capability, const Problem& p);

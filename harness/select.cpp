@@ -44,6 +44,8 @@ std::vector<Choice> select_best(const std::vector<json>& records) {
       if (r->value("details", json::object()).value("library_pick", false)) c.library_pick[v] = *r;
     }
     for (const json* r : cands)
+      if (r != chosen && c.alternates.size() < kAlternates) c.alternates.push_back(*r);
+    for (const json* r : cands)
       if ((*r)["variant"] != chosen->at("variant")) {
         c.runner_up = *r;
         c.margin = median_ms(*r) / median_ms(*chosen) - 1.0;

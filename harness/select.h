@@ -19,7 +19,12 @@ struct Choice {
   std::map<std::string, json> best_per_variant;  // variant -> its fastest ok record
   // variant -> the ok record of the config the library picks by itself (details.library_pick), if measured
   std::map<std::string, json> library_pick;
+  // The next fastest ok records after the chosen one, in time order (at most kAlternates): what
+  // first-use tuning times for a shape near this one (docs/DISPATCH.md).
+  std::vector<json> alternates;
 };
+
+constexpr size_t kAlternates = 4;
 
 // Two medians differ beyond noise when their gap exceeds this relative amount: the larger of 1% and
 // three times the combined relative standard errors.

@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "harness/cuda_raii.h"
 #include "harness/device.h"
 #include "harness/dispatch.h"
 #include "harness/fleet.h"
@@ -45,6 +46,23 @@ const convtune::Variant* simplest_variant(const std::string& family) {
   return best;
 }
 
+// The median of a few timed runs after two warm-up runs, on the application's own operands.
+double median_run_ms(convtune::Plan& plan, cudaStream_t s) {
+  convtune::Event start, stop;
+  plan.run(s);
+  plan.run(s);
+  std::vector<float> ms(5);
+  for (float& t : ms) {
+    start.record(s);
+    plan.run(s);
+    stop.record(s);
+    CT_CUDA(cudaEventSynchronize(stop.get()));
+    CT_CUDA(cudaEventElapsedTime(&t, start.get(), stop.get()));
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
 }  // namespace
 
 struct Convolution::Impl {
@@ -53,11 +71,52 @@ struct Convolution::Impl {
   std::string candidate, rule, table;
   std::unique_ptr<convtune::JitCache> jit;  // declared before plan: outlives it
   std::unique_ptr<convtune::Plan> plan;
+  // tune_unseen on a shape the table did not measure: the shortlist's other candidates, timed against
+  // plan at the first bind.
+  std::vector<std::pair<std::string, std::unique_ptr<convtune::Plan>>> rivals;
   bool bound = false;
+
+  void prepare_rivals(const std::vector<json>& shortlist, const convtune::DeviceInfo& dev);
+  void tune(const convtune::Operands& ops, cudaStream_t s);
 };
 
+// Candidates that cannot run here are left out silently: the table's choice already can.
+void Convolution::Impl::prepare_rivals(const std::vector<json>& shortlist, const convtune::DeviceInfo& dev) {
+  for (const json& c : shortlist) {
+    try {
+      const convtune::Variant& v = convtune::Registry::instance().get(c.at("variant").get<std::string>());
+      if (v.family() != problem.family) continue;
+      const json config = v.space(problem, dev).complete_config(c.at("config"), c.at("candidate").get<std::string>());
+      const std::string name = convtune::candidate_name(v.name(), config);
+      if (name == candidate || !v.can_implement(problem, config, dev)) continue;
+      rivals.emplace_back(name, v.prepare(problem, config, dev, *jit));
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+// Times plan and every rival on ops and keeps the fastest; a rival that fails is dropped.
+void Convolution::Impl::tune(const convtune::Operands& ops, cudaStream_t s) {
+  double best_ms = median_run_ms(*plan, s);
+  for (auto& [name, rival] : rivals) {
+    try {
+      rival->bind(ops, s);
+      const double ms = median_run_ms(*rival, s);
+      if (ms < best_ms) {
+        best_ms = ms;
+        std::swap(plan, rival);
+        candidate = name;
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  rivals.clear();
+  rule = "tuned";
+  plan->bind(ops, s);  // the last bind may have been a rival's; the output is rewritten by run
+}
+
 Convolution::Convolution(const std::string& dispatch_json_path, const std::string& family,
-                         const std::map<std::string, int64_t>& dims)
+                         const std::map<std::string, int64_t>& dims, bool tune_unseen)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   const std::string where = describe(dispatch_json_path, family, dims);
@@ -131,6 +190,7 @@ Convolution::Convolution(const std::string& dispatch_json_path, const std::strin
         // A fallback costs speed the application would not otherwise notice.
         if (!why.empty())
           std::cerr << "convtune_runtime: using " << name << " for " << m.problem.key() << ":" << why << "\n";
+        if (tune_unseen && m.rule == "nearest") m.prepare_rivals(on_device.shortlist, dev);
         return;
       } catch (const std::exception& e) {
         why += "\n  " + name + " cannot run: " + e.what();
@@ -169,6 +229,7 @@ void Convolution::bind(const std::vector<const float*>& inputs, float* output, c
   ops.data.push_back(output);
   m.bound = false;
   m.plan->bind(ops, s);
+  if (!m.rivals.empty()) m.tune(ops, s);
   m.bound = true;
 }
 
@@ -178,8 +239,8 @@ void Convolution::run(cudaStream_t s) {
   impl_->plan->run(s);
 }
 
-Conv2d::Conv2d(const std::string& dispatch_json_path, int h, int w, int r)
-    : conv_(dispatch_json_path, "conv2d", {{"h", h}, {"w", w}, {"r", r}}) {}
+Conv2d::Conv2d(const std::string& dispatch_json_path, int h, int w, int r, bool tune_unseen)
+    : conv_(dispatch_json_path, "conv2d", {{"h", h}, {"w", w}, {"r", r}}, tune_unseen) {}
 
 void Conv2d::set_filter(const float* d_filter, cudaStream_t s) {
   if (!d_filter) throw std::runtime_error("convtune_runtime::Conv2d::set_filter: null filter");

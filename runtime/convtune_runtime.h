@@ -27,8 +27,12 @@ class Convolution {
   // and prepares it (kernels are compiled once and cached on disk, see CONVTUNE_CACHE_DIR). When that
   // candidate cannot run here it tries the table's default for the family, then the family's simplest
   // non-library variant. Throws std::runtime_error.
+  // tune_unseen: when the table did not measure this shape (rule "nearest"), also prepares the
+  // candidates that won or came close on the nearest measured shapes (convtune::tuning_shortlist) and,
+  // at the first bind, times each on the bound operands and keeps the fastest (rule "tuned"). That
+  // first bind then waits for the stream and takes a few runs of each candidate.
   Convolution(const std::string& dispatch_json_path, const std::string& family,
-              const std::map<std::string, int64_t>& dims);
+              const std::map<std::string, int64_t>& dims, bool tune_unseen = false);
   ~Convolution();
   Convolution(const Convolution&) = delete;
   Convolution& operator=(const Convolution&) = delete;
@@ -39,7 +43,8 @@ class Convolution {
   const std::vector<Operand>& operands() const;
   const std::string& candidate() const;  // e.g. "conv1d.overlap_discard[outputs_per_thread=8,...]"
   // "exact" | "nearest" | "default" (the table's choice by that rule), "default" also when the choice
-  // could not run and the table's default did, "simplest" when only the family's simplest variant could.
+  // could not run and the table's default did, "simplest" when only the family's simplest variant could,
+  // "tuned" after tune_unseen timed the shortlist.
   const std::string& rule() const;
   // Which table of the file was used: "single table (<GPU>)", or for a fleet table "exact model (<GPU>)",
   // "same architecture (<GPU it was measured on>)" or "default (...)" (no table of this architecture).
@@ -63,7 +68,7 @@ class Convolution {
 // all row-major device arrays. Convolution(path, "conv2d", {{"h", h}, {"w", w}, {"r", r}}) beneath.
 class Conv2d {
  public:
-  Conv2d(const std::string& dispatch_json_path, int h, int w, int r);
+  Conv2d(const std::string& dispatch_json_path, int h, int w, int r, bool tune_unseen = false);
 
   const std::string& candidate() const { return conv_.candidate(); }
   const std::string& rule() const { return conv_.rule(); }

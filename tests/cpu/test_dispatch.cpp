@@ -388,7 +388,57 @@ TEST(DispatchCheck, ComparesTheTablesChoiceWithTheBestOfTheRun) {
   EXPECT_EQ(check["measured"], 2);
   EXPECT_EQ(check["within_1_1"], 1);
   EXPECT_NEAR(check["worst_ratio"].get<double>(), 1.5, 1e-9);
+  // First-use tuning would time the shortlists: register_tiled at 2048 r=3 (an alternate of the 1024
+  // r=3 entry), constant at 4096 r=6 (one of the next nearest entry's). Exact matches are not tuned.
+  EXPECT_NEAR(by_key[near_r3.key()]["tuned_ratio"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(by_key[near_r7.key()]["tuned_ratio"].get<double>(), 1.0, 1e-9);
+  EXPECT_TRUE(by_key[unmeasured.key()]["tuned_ratio"].is_null());
+  EXPECT_EQ(check["tuned_measured"], 2);
+  EXPECT_EQ(check["tuned_within_1_1"], 2);
   const std::string text = format_dispatch_check(check);
   EXPECT_NE(text.find("1 of 2 problems"), std::string::npos) << text;
   EXPECT_NE(text.find("not run"), std::string::npos) << text;
+  EXPECT_NE(text.find("with first-use tuning"), std::string::npos) << text;
+}
+
+TEST(Dispatch, EntriesCarryTheirNextFastestCandidates) {
+  const json table = make_dispatch(kSummary, synthetic_records());
+  // 4096 r=7: register_tiled B chosen (0.25); then A (0.3) and cuDNN (0.4); failed candidates never.
+  const json& e = entry_for(table, conv2d(4096, 4096, 7).key());
+  ASSERT_EQ(e["alternates"].size(), 2u);
+  EXPECT_EQ(e["alternates"][0]["candidate"], candidate_name("conv2d.register_tiled", kTiledA));
+  EXPECT_EQ(e["alternates"][0]["median_ms"], 0.3);
+  EXPECT_EQ(e["alternates"][1]["variant"], "conv2d.cudnn");
+  EXPECT_EQ(e["alternates"][1]["config"], kAlgo);
+  // 1024 r=1: constant chosen over a faster register_tiled within noise, which stays an alternate.
+  const json& tie = entry_for(table, conv2d(1024, 1024, 1).key());
+  EXPECT_EQ(tie["alternates"][0]["candidate"], candidate_name("conv2d.register_tiled", kTiledA));
+}
+
+TEST(Dispatch, TuningShortlistTakesTheNearestEntriesAndTheirAlternates) {
+  const json table = make_dispatch(kSummary, synthetic_records());
+  const std::string tiled_a = candidate_name("conv2d.register_tiled", kTiledA),
+                    tiled_b = candidate_name("conv2d.register_tiled", kTiledB),
+                    constant = candidate_name("conv2d.constant", kBlock), cudnn = candidate_name("conv2d.cudnn", kAlgo);
+  auto names = [&](const Problem& p) {
+    std::vector<std::string> out;
+    for (const json& c : tuning_shortlist(table, p)) out.push_back(c["candidate"].get<std::string>());
+    return out;
+  };
+  // Exact: the entry's choice alone.
+  EXPECT_EQ(names(conv2d(4096, 4096, 7)), std::vector<std::string>{tiled_b});
+  // 2048 r=3: the 1024 r=3 entry's choice (cuDNN) and two alternates, then the r=1 and r=7 entries add
+  // what is new (register_tiled B); no candidate twice.
+  EXPECT_EQ(names(conv2d(2048, 2048, 3)), (std::vector<std::string>{cudnn, tiled_a, constant, tiled_b}));
+  // Each element names its variant and config, for the runtime to prepare.
+  const json first = tuning_shortlist(table, conv2d(2048, 2048, 3)).front();
+  EXPECT_EQ(first["variant"], "conv2d.cudnn");
+  EXPECT_EQ(first["config"], kAlgo);
+  // A hand-written table: entries without "candidate" or "alternates" still give a shortlist.
+  const json bare = {{"schema", 1},
+                     {"entries", {{{"family", "conv2d"}, {"problem", conv2d(512, 512, 2).to_json()},
+                                   {"variant", "conv2d.constant"}, {"config", kBlock}}}}};
+  EXPECT_EQ(tuning_shortlist(bare, conv2d(640, 480, 2)), (std::vector<json>{{{"variant", "conv2d.constant"},
+                                                                               {"config", kBlock},
+                                                                               {"candidate", constant}}}));
 }

@@ -296,6 +296,28 @@ int main(int argc, char** argv) {
     check(t.rule() == c[2], std::string(c[0]) + c[1] + ": rule " + t.rule());
     verify(t, 1e-3);
   }
+  // tune_unseen: a table that measured only a larger image. Its choice, its alternates and a candidate
+  // that cannot run here (an unknown cuDNN algo) make the shortlist; the first run times those that can
+  // and keeps one, which must still compute the right result.
+  std::ofstream(table) << R"({"schema": 1, "entries": [{"family": "conv2d", "problem": {"family": "conv2d", "h": )"
+                       << 4 * h << R"(, "w": )" << 4 * w << R"(, "r": )" << r << R"(}, "variant": "conv2d.naive",
+                       "config": {"block_x": 32, "block_y": 8}, "alternates": [
+                       {"variant": "conv2d.constant", "config": {"block_x": 32, "block_y": 8}},
+                       {"variant": "conv2d.cudnn", "config": {"algo": "no_such_algo"}},
+                       {"variant": "conv2d.constant", "config": {"block_x": 16, "block_y": 4}}]}],
+                       "fallback": {"defaults": {}}})";
+  convtune_runtime::Conv2d tuned(table.string(), h, w, r, true);
+  check(tuned.rule() == "nearest" && tuned.candidate() == "conv2d.naive[block_x=32,block_y=8]",
+        "tune_unseen: the nearest entry's choice before the first run, got " + tuned.candidate());
+  verify(tuned, 1e-3);
+  check(tuned.rule() == "tuned", "tune_unseen: rule tuned after the first run, got " + tuned.rule());
+  // The shortlist takes an entry's choice and its first two alternates: never the third.
+  check(tuned.candidate() == "conv2d.naive[block_x=32,block_y=8]" ||
+            tuned.candidate() == "conv2d.constant[block_x=32,block_y=8]",
+        "tune_unseen keeps a shortlisted candidate, got " + tuned.candidate());
+  convtune_runtime::Conv2d untuned(table.string(), h, w, r);
+  verify(untuned, 1e-3);
+  check(untuned.rule() == "nearest", "without tune_unseen the nearest rule stays, got " + untuned.rule());
   std::filesystem::remove(table);
 
   // When nothing can run (r = 20: past every direct kernel's limit), a clear error.
