@@ -43,7 +43,8 @@ class LayerBwdFilterFamily : public LayerConvolutionFamily {
     const LayerShape l(p);
     return {{"x", l.x_elements()}, {"dy", l.y_elements()}, {"dw", l.filter_elements()}};
   }
-  // As layer_fwd's, plus sums longer than a block (n*P*Q = 4620 and 2112) and shorter than one (1, 42).
+  // As layer_fwd's, plus sums longer than a block (n*P*Q = 4620 and 2112) and shorter than one (1, 42), and
+  // rows of 4-float multiples (16 wide, 40 (image, row) pairs: row_tiled's bulk staging on sm_90).
   // Values in dims() order: n c h w k r s pad_h pad_w u v precision.
   std::vector<Problem> test_problems() const override {
     std::vector<Problem> out;
@@ -54,7 +55,8 @@ class LayerBwdFilterFamily : public LayerConvolutionFamily {
                                                                          {2, 5, 31, 29, 7, 7, 7, 3, 3, 2, 2, 0},
                                                                          {1, 8, 10, 12, 3, 3, 2, 0, 1, 1, 2, 0},
                                                                          {4, 3, 33, 35, 2, 3, 3, 1, 1, 1, 1, 0},
-                                                                         {2, 2, 66, 65, 3, 3, 2, 0, 1, 2, 2, 1}})
+                                                                         {2, 2, 66, 65, 3, 3, 2, 0, 1, 2, 2, 1},
+                                                                         {2, 3, 20, 16, 5, 3, 3, 1, 1, 1, 1, 0}})
       out.push_back(layer_problem(kLayerBwdFilter, dims(), v));
     return out;
   }

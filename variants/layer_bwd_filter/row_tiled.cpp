@@ -14,11 +14,11 @@ constexpr int kSumThreads = 256;
 constexpr int kMaxInputMaps = 16;  // the block re-stages dy for every input map: the GEMM variants serve wide layers
 
 // The kernel's shared memory (kernels/layer_bwd_filter_rows.cuh): two buffers of dy's rows of `maps` maps,
-// two rings of r + 1 x rows with their zero borders.
+// two rings of r + 1 x rows with their zero borders, two mbarriers for the bulk copies.
 int64_t shared_bytes(const LayerShape& l, const Config& c) {
   const int64_t row = layer_div_up(l.q, 128) * 128, x_offset = 4 * layer_div_up(l.pad_w, 4);
   const int64_t x_row = 4 * layer_div_up(x_offset + row + l.s, 4);
-  return 2 * 4 * (cfg_value(c, "maps") * row + (l.r + 1) * x_row);
+  return 2 * 4 * (cfg_value(c, "maps") * row + (l.r + 1) * x_row) + 2 * 8;  // + two mbarriers
 }
 
 class LayerBwdFilterRowTiled : public JitLayerVariant {
