@@ -29,7 +29,7 @@ ParamSpace DirectTiledVariant::space(const Problem& p, const DeviceInfo&) const 
       .add("tile_h", "output tile height", layer_values({2, 4, 8, 16}))
       .add("maps", "output maps per block", map_counts(out_maps, 64))
       .add("maps_per_thread", "output maps per thread", map_counts(out_maps, 8))
-      .add("pix_per_thread", "consecutive output pixels per thread (a row)", layer_values({2, 4, 8}))
+      .add("pix_per_thread", "consecutive output pixels per thread (a row)", layer_values({2, 4, 8, 16}))
       .add("in_chunk", "input maps staged in shared memory at a time", layer_values({1, 4, 8}));
 }
 
@@ -80,7 +80,11 @@ std::vector<LayerLaunch> DirectTiledVariant::launches(const LayerShape& l, const
   const int64_t tw = cfg_value(c, "tile_w"), th = cfg_value(c, "tile_h"), maps = cfg_value(c, "maps");
   const int64_t chunk = cfg_value(c, "in_chunk");
   const int64_t tiles = layer_div_up(k.out_w, tw) * layer_div_up(k.out_h, th);
-  const int64_t smem = 4 * chunk * (l.r * l.s * maps + tile_in(th, k.stride_h, l.r) * tile_in(tw, k.stride_w, l.s));
+  // As the kernel lays it out: taps padded to 4 floats, tile rows padded to an odd number of float4s where
+  // the window is read as float4s, and 4 floats after the tile for the last window's overrun.
+  const bool vec_window = k.stride_w == 1 && cfg_value(c, "pix_per_thread") % 4 == 0;
+  const int64_t row = vec_window ? 4 * (layer_div_up(tile_in(tw, k.stride_w, l.s), 4) | 1) : tile_in(tw, k.stride_w, l.s);
+  const int64_t smem = 4 * (4 * layer_div_up(chunk * l.r * l.s * maps, 4) + chunk * tile_in(th, k.stride_h, l.r) * row + 4);
   return {{"layer_direct_tiled_kernel",
            dim3(unsigned(tiles), unsigned(layer_div_up(k.out_maps, maps)), unsigned(l.n)),
            dim3(unsigned(tw / cfg_value(c, "pix_per_thread")), unsigned(th),

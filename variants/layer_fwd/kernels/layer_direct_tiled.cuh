@@ -17,6 +17,14 @@
 #define TILE_IN_W ((TILE_W - 1) * STRIDE_W + S)
 #define WINDOW ((PIX_PER_THREAD - 1) * STRIDE_W + S)
 #define TILES_X ((OUT_W + TILE_W - 1) / TILE_W)
+// At stride 1 with PIX_PER_THREAD a multiple of 4, tile rows are padded to an odd number of float4s so
+// that a thread reads its window as float4s (a quarter of the shared-memory loads) and rows next to each
+// other start on different bank quads (no conflict between a quarter-warp's two rows at 8 pixels a thread).
+// The window's last float4 may run up to 3 floats past its row, into the next row or the 4 floats left
+// after the tile.
+#define VEC_WINDOW (STRIDE_W == 1 && PIX_PER_THREAD % 4 == 0)
+#define TILE_IN_STRIDE (VEC_WINDOW ? ((TILE_IN_W + 3) / 4 | 1) * 4 : TILE_IN_W)
+#define TAPS_FLOATS ((IN_CHUNK * R * S * MAPS + 3) / 4 * 4)
 
 // Input map m at dilated coordinates (y, x): a pixel where both are multiples of the dilation, else zero.
 __device__ __forceinline__ float input_at(const float* __restrict__ image, int m, int y, int x) {
@@ -59,8 +67,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) layer_direct_tiled_kernel(
 #endif
                                                                                 float* __restrict__ out, void*) {
   extern __shared__ __align__(16) float smem[];
-  float* taps = smem;                          // [IN_CHUNK][R][S][MAPS]: MAPS fastest, for float4 reads
-  float* tile = smem + IN_CHUNK * R * S * MAPS;  // [IN_CHUNK][TILE_IN_H][TILE_IN_W]
+  float* taps = smem;                 // [IN_CHUNK][R][S][MAPS]: MAPS fastest, for float4 reads
+  float* tile = smem + TAPS_FLOATS;   // [IN_CHUNK][TILE_IN_H][TILE_IN_STRIDE], 16-byte aligned
   const int tx = threadIdx.x, ty = threadIdx.y, group = threadIdx.z;
   const int tid = (group * TILE_H + ty) * THREADS_X + tx;
   const int out_y0 = (blockIdx.x / TILES_X) * TILE_H, out_x0 = (blockIdx.x % TILES_X) * TILE_W;
@@ -77,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) layer_direct_tiled_kernel(
   for (int m0 = 0; m0 < IN_MAPS; m0 += IN_CHUNK) {
     for (int e = tid; e < IN_CHUNK * TILE_IN_H * TILE_IN_W; e += THREADS) {
       const int x = e % TILE_IN_W, y = (e / TILE_IN_W) % TILE_IN_H, m = e / (TILE_IN_W * TILE_IN_H);
-      tile[e] = m0 + m < IN_MAPS ? input_at(image, m0 + m, in_y0 + y, in_x0 + x) : 0.f;
+      tile[(m * TILE_IN_H + y) * TILE_IN_STRIDE + x] = m0 + m < IN_MAPS ? input_at(image, m0 + m, in_y0 + y, in_x0 + x) : 0.f;
     }
     for (int e = tid; e < IN_CHUNK * R * S * MAPS; e += THREADS) {
       const int o = e % MAPS, j = (e / MAPS) % S, i = (e / (MAPS * S)) % R, m = e / (MAPS * S * R);
@@ -88,10 +96,18 @@ extern "C" __global__ void __launch_bounds__(THREADS) layer_direct_tiled_kernel(
     for (int m = 0; m < IN_CHUNK; ++m) {
 #pragma unroll
       for (int i = 0; i < R; ++i) {
-        const float* row = tile + (m * TILE_IN_H + ty * STRIDE_H + i) * TILE_IN_W + tx * PIX_PER_THREAD * STRIDE_W;
-        float window[WINDOW];
+        const float* row = tile + (m * TILE_IN_H + ty * STRIDE_H + i) * TILE_IN_STRIDE + tx * PIX_PER_THREAD * STRIDE_W;
+        float window[(WINDOW + 3) / 4 * 4];
+#if VEC_WINDOW
+#pragma unroll
+        for (int t = 0; t < WINDOW; t += 4) {
+          const float4 v = *reinterpret_cast<const float4*>(row + t);
+          window[t] = v.x, window[t + 1] = v.y, window[t + 2] = v.z, window[t + 3] = v.w;
+        }
+#else
 #pragma unroll
         for (int t = 0; t < WINDOW; ++t) window[t] = row[t];
+#endif
 #pragma unroll
         for (int j = 0; j < S; ++j) {
           float f[MAPS_PER_THREAD];
