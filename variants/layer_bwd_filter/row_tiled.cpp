@@ -1,6 +1,6 @@
 // layer_bwd_filter.row_tiled: few input maps, stride 1. Per (image, row), dy's row and the one x row the
-// window gains are staged by cp.async while the previous row computes (x rows in a ring of r + 1); each lane
-// 4 columns x maps x s taps in registers (kernels/layer_bwd_filter_rows.cuh); partial sums per split added
+// window gains are staged (bulk copies on sm_90, else cp.async) while the previous row computes (x rows in a
+// ring of r + 1); each lane 4 columns x maps x s taps in registers (kernels/layer_bwd_filter_rows.cuh); partial sums per split added
 // in a fixed order.
 #include <algorithm>
 
@@ -27,8 +27,8 @@ class LayerBwdFilterRowTiled : public JitLayerVariant {
   std::string family() const override { return kLayerBwdFilter; }
   std::string summary() const override {
     return "row-tiled (c <= 16, stride 1): a block per (input map, `maps` output maps), a warp per filter row; "
-           "per (image, row) dy's row and the x row the window gains staged by cp.async while the previous row "
-           "computes; each lane 4 columns x maps x s taps in registers; (image, row) ranges split over `splits` "
+           "per (image, row) dy's row and the x row the window gains staged (bulk copies on sm_90, else cp.async) "
+           "while the previous row computes; each lane 4 columns x maps x s taps in registers; (image, row) ranges split over `splits` "
            "blocks, partial sums added in a fixed order";
   }
   int complexity() const override { return 2; }

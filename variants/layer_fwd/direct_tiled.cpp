@@ -81,7 +81,7 @@ std::vector<LayerLaunch> DirectTiledVariant::launches(const LayerShape& l, const
   const int64_t chunk = cfg_value(c, "in_chunk");
   const int64_t tiles = layer_div_up(k.out_w, tw) * layer_div_up(k.out_h, th);
   // As the kernel lays it out: taps padded to 4 floats, tile rows padded to an odd number of float4s where
-  // the window is read as float4s, and 4 floats after the tile for the last window's overrun.
+  // the window is read as float4s, and 4 floats after the tile as a margin.
   const bool vec_window = k.stride_w == 1 && cfg_value(c, "pix_per_thread") % 4 == 0;
   const int64_t row = vec_window ? 4 * (layer_div_up(tile_in(tw, k.stride_w, l.s), 4) | 1) : tile_in(tw, k.stride_w, l.s);
   const int64_t smem = 4 * (4 * layer_div_up(chunk * l.r * l.s * maps, 4) + chunk * tile_in(th, k.stride_h, l.r) * row + 4);

@@ -16,14 +16,15 @@
 
 constexpr int kPasses = (Q + 127) / 128;
 constexpr int kRowLength = kPasses * 128;  // dy row in shared memory, zero past Q
-// Rows of 4-float multiples are copied 16 bytes at a time, others a float at a time.
+// Rows of 4-float multiples are copied 16 bytes at a time (bulk copies on sm_90), others a float at a time.
 constexpr int kVec = Q % 4 == 0 && W % 4 == 0 ? 4 : 1;
 // x row in shared memory: column col at kXOffset + col (16-byte aligned), zero around the image's columns.
 constexpr int kXOffset = 4 * ((PAD_W + 3) / 4);
 constexpr int kXRowLength = 4 * ((kXOffset + kRowLength + S + 3) / 4);
 constexpr int kXValues = 4 + S - 1;  // x values a lane reads: its 4 columns and the S - 1 after
 // A lane's window starts at kXOffset - PAD_W + q0 (q0 a multiple of 4): read from the 16-byte boundary
-// kXShift floats below it, in kXLoads float4s (inside the row: kXRowLength leaves S + 3 past the last column).
+// kXShift floats below it (kXAligned is 0: kXOffset - PAD_W is 0..3), in kXLoads float4s; the highest read,
+// kRowLength - 4 + 4 * kXLoads - 1, stays inside kXRowLength since kXShift <= kXOffset.
 constexpr int kXShift = (kXOffset - PAD_W) % 4, kXAligned = kXOffset - PAD_W - kXShift;
 constexpr int kXLoads = (kXShift + kXValues + 3) / 4;
 // x rows live in a ring of R + 1 slots, row y of the image in slot (y + PAD_H) % kRing: the R rows the
@@ -38,7 +39,8 @@ constexpr int kFilterElements = K * C * R * S;
 constexpr int kMaxRegisters = MIN_BLOCKS > 1 ? 65536 / (MIN_BLOCKS * kThreads) / 8 * 8 : 255;
 
 // On sm_90 with 4-float rows, one thread stages a row as bulk copies (cp.async.bulk, one per dy map and x
-// row) that complete on an mbarrier, and the other threads issue no staging instructions: on the C3 224²
+// row) that complete on an mbarrier, and the other threads issue no copies (only the zero fills of rows
+// outside the image): on the C3 224²
 // layer 8% fewer instructions and 8% less time than per-thread cp.async. Elsewhere every thread issues
 // cp.async copies.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -18,10 +18,10 @@
 #define WINDOW ((PIX_PER_THREAD - 1) * STRIDE_W + S)
 #define TILES_X ((OUT_W + TILE_W - 1) / TILE_W)
 // At stride 1 with PIX_PER_THREAD a multiple of 4, tile rows are padded to an odd number of float4s so
-// that a thread reads its window as float4s (a quarter of the shared-memory loads) and rows next to each
-// other start on different bank quads (no conflict between a quarter-warp's two rows at 8 pixels a thread).
-// The window's last float4 may run up to 3 floats past its row, into the next row or the 4 floats left
-// after the tile.
+// that a thread reads its window as float4s (a quarter of the shared-memory loads) and, at 4 threads a row
+// (TILE_W 32, 8 pixels a thread), a quarter-warp's two rows start on different bank quads. A window's last
+// float4 may read up to 3 padding floats of its own row (never written; loaded, never used); the 4 floats
+// after the tile are a margin only.
 #define VEC_WINDOW (STRIDE_W == 1 && PIX_PER_THREAD % 4 == 0)
 #define TILE_IN_STRIDE (VEC_WINDOW ? ((TILE_IN_W + 3) / 4 | 1) * 4 : TILE_IN_W)
 #define TAPS_FLOATS ((IN_CHUNK * R * S * MAPS + 3) / 4 * 4)
