@@ -18,7 +18,8 @@ const Variant& get(const char* n) { return Registry::instance().get(n); }
 
 TEST(Variants, TheSeedStrategiesAndBaselinesAreRegistered) {
   for (const char* n : {"conv2d.naive", "conv2d.constant", "conv2d.coarsened", "conv2d.tiled_in",
-                        "conv2d.tiled_halo_l2", "conv2d.register_tiled", "conv2d.cudnn", "conv2d.fft"})
+                        "conv2d.tiled_halo_l2", "conv2d.register_tiled", "conv2d.pipelined", "conv2d.cudnn",
+                        "conv2d.fft"})
     EXPECT_NE(Registry::instance().find(n), nullptr) << n;
   EXPECT_TRUE(get("conv2d.cudnn").library());
   EXPECT_FALSE(get("conv2d.constant").library());
@@ -69,6 +70,39 @@ TEST(Variants, CostModelsFollowTheSeedsFormulas) {
   const Cost h = get("conv2d.tiled_halo_l2").cost(p, {{"tile_x", 16}, {"tile_y", 16}});
   const double halo_per_block = 25.0 * 256 - 74.0 * 74.0;
   EXPECT_DOUBLE_EQ(h.bytes_model, 4.0 * (16 * (256 + halo_per_block) + 4096));
+}
+
+TEST(Variants, PipelinedSaysWhyItCannotRun) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = get("conv2d.pipelined");
+  const Config c = {{"block_x", 64}, {"block_y", 4}, {"px", 4}, {"py", 4}, {"stages", 3}, {"steps", 16}};
+  EXPECT_TRUE(v.can_implement(conv2d(8192, 8192, 3), c, dev).ok);
+  DeviceInfo turing = dev;  // no cp.async
+  turing.cc_major = 7, turing.cc_minor = 5;
+  EXPECT_NE(v.can_implement(conv2d(8192, 8192, 3), c, turing).reason.find("compute capability 8.0"),
+            std::string::npos);
+  EXPECT_NE(v.can_implement(conv2d(8192, 8192, 9), c, dev).reason.find("radius > 8"), std::string::npos);
+  Config odd = c;
+  odd["px"] = 2;
+  EXPECT_NE(v.can_implement(conv2d(8192, 8192, 3), odd, dev).reason.find("multiple of 4"), std::string::npos);
+  Config big = c;  // (8 + 16) * 8 * 8 * 17 unrolled FMAs
+  big["py"] = 8, big["px"] = 8, big["block_x"] = 32, big["block_y"] = 2;
+  EXPECT_NE(v.can_implement(conv2d(8192, 8192, 8), big, dev).reason.find("unrolled patch"), std::string::npos);
+  // The ring (3 steps of 16 rows and the 2r rows above them) must fit the device's shared memory.
+  DeviceInfo small = dev;
+  small.max_smem_per_block_optin = 16 * 1024;
+  const Status ring = v.can_implement(conv2d(8192, 8192, 3), c, small);
+  EXPECT_NE(ring.reason.find("shared memory"), std::string::npos) << ring.reason;
+}
+
+TEST(Variants, PipelinedCostCountsTheStripOnce) {
+  // 1024 x 1024, r = 3, strips of 256 columns, segments of 16 steps x 16 rows = 256 rows: 4 x 4 blocks.
+  // A staged row: from 4 floats left of the strip (r rounded up to 4) to the last thread's window end,
+  // 256 - 4 + 12 = 264 floats; a block stages its 256 rows and the 6 around them.
+  const Config c = {{"block_x", 64}, {"block_y", 4}, {"px", 4}, {"py", 4}, {"stages", 3}, {"steps", 16}};
+  const Cost cost = get("conv2d.pipelined").cost(conv2d(1024, 1024, 3), c);
+  EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (16 * 262.0 * 264.0 + 1024.0 * 1024.0));
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 49 * 1024 * 1024);
 }
 
 TEST(CpuReference, MatchesAHandComputedCorrelation) {

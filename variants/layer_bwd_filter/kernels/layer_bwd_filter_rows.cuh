@@ -13,6 +13,7 @@
 // [SPLITS][K*C*R*S] and the second kernel adds the splits in order.
 // Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), MAPS, SPLITS, MIN_BLOCKS (blocks per SM the
 // register count must allow; 1: the compiler's choice).
+#include "async_copy.cuh"
 
 constexpr int kPasses = (Q + 127) / 128;
 constexpr int kRowLength = kPasses * 128;  // dy row in shared memory, zero past Q
@@ -43,61 +44,7 @@ constexpr int kMaxRegisters = MIN_BLOCKS > 1 ? 65536 / (MIN_BLOCKS * kThreads) /
 // outside the image): on the C3 224²
 // layer 8% fewer instructions and 8% less time than per-thread cp.async. Elsewhere every thread issues
 // cp.async copies.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-constexpr bool kBulk = kVec == 4;
-#else
-constexpr bool kBulk = false;
-#endif
-
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// kVec floats from global to shared memory, asynchronously; a copy of 0 bytes fills zero (its source is any
-// valid address).
-__device__ __forceinline__ void cp_async(float* dst, const float* src, bool valid) {
-  const unsigned to = shared_address(dst);
-  if (kVec == 4)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(src), "r"(valid ? 16 : 0));
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(to), "l"(src), "r"(valid ? 4 : 0));
-}
-
-// The bulk path's mbarrier operations (sm_90); empty elsewhere, where kBulk is false and they are not called.
-__device__ __forceinline__ void bulk_init(unsigned long long* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(bar)) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-#endif
-}
-// The issuing thread: the barrier's phase completes once `bytes` have landed. The fence orders the threads'
-// earlier generic accesses to the buffers (reads, zero fills) before the async writes.
-__device__ __forceinline__ void bulk_expect(unsigned long long* bar, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(bar)), "r"(bytes)
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_copy(float* dst, const float* src, unsigned bytes, unsigned long long* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   shared_address(dst)),
-               "l"(src), "r"(bytes), "r"(shared_address(bar))
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_wait(unsigned long long* bar, unsigned parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  unsigned done = 0;
-  while (!done)
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(shared_address(bar)), "r"(parity)
-        : "memory");
-#endif
-}
+constexpr bool kBulk = kHasBulkCopy && kVec == 4;
 
 // Starts copying dy's row p of maps k0 .. k0+MAPS-1 (those below K) and the x rows that taps i_begin ..
 // R-1 of output row p read (into their ring slots; zero outside the image's rows) for one (image, row).
@@ -111,6 +58,7 @@ __device__ __forceinline__ void stage_row(const float* __restrict__ x, const flo
       const int y = p - PAD_H + i;
       if (y >= 0 && y < H) continue;
       for (int col = threadIdx.x; col < W; col += kThreads) ring[(p + i) % kRing * kXRowLength + kXOffset + col] = 0.f;
+      bulk_fence();  // the zero fills before a later bulk copy into the same slot
     }
     if (threadIdx.x != 0) return;
     const int maps = K - k0 < MAPS ? K - k0 : MAPS;
@@ -130,16 +78,17 @@ __device__ __forceinline__ void stage_row(const float* __restrict__ x, const flo
   constexpr int kDyChunks = Q / kVec;
   for (int e = threadIdx.x; e < MAPS * kDyChunks; e += kThreads) {
     const int m = e / kDyChunks, q = e % kDyChunks * kVec;
-    if (k0 + m < K) cp_async(dy_s + m * kRowLength + q, dy + ((size_t(image) * K + k0 + m) * P + p) * Q + q, true);
+    if (k0 + m < K)
+      cp_async<4 * kVec>(dy_s + m * kRowLength + q, dy + ((size_t(image) * K + k0 + m) * P + p) * Q + q, true);
   }
   constexpr int kXChunks = W / kVec;
   for (int e = threadIdx.x; e < (R - i_begin) * kXChunks; e += kThreads) {
     const int i = i_begin + e / kXChunks, col = e % kXChunks * kVec, y = p - PAD_H + i;
     const bool inside = y >= 0 && y < H;
-    cp_async(ring + (p + i) % kRing * kXRowLength + kXOffset + col,
+    cp_async<4 * kVec>(ring + (p + i) % kRing * kXRowLength + kXOffset + col,
              inside ? x + ((size_t(image) * C + c) * H + y) * W + col : x, inside);
   }
-  asm volatile("cp.async.commit_group;\n" ::);
+  cp_async_commit();
 }
 
 extern "C" __global__ void __maxnreg__(kMaxRegisters)
@@ -176,9 +125,9 @@ extern "C" __global__ void __maxnreg__(kMaxRegisters)
       // A new image needs all R rows; otherwise the one row the window gains.
       stage_row(x, dy, next_image, c, next_p, k0, next_image != image ? 0 : R - 1,
                 dy_buffers + ((step + 1) & 1) * kDyFloats, next_ring, bars + ((step + 1) & 1));
-      if (!kBulk) asm volatile("cp.async.wait_group 1;\n" ::);
+      if (!kBulk) cp_async_wait<1>();
     } else if (!kBulk) {
-      asm volatile("cp.async.wait_group 0;\n" ::);
+      cp_async_wait<0>();
     }
     if (kBulk)
       bulk_wait(bars + (step & 1), unsigned(step >> 1) & 1u);  // the n-th use of a buffer completes phase n

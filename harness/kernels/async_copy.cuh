@@ -1,0 +1,76 @@
+// Asynchronous global-to-shared copies for the kernels of any family (NVRTC header, embedded by name):
+// per-thread cp.async (sm_80 and later; a copy of 0 bytes fills zeros), and on sm_90 bulk copies
+// (cp.async.bulk) that one thread issues and that complete on an mbarrier. The bulk helpers compile to
+// nothing below sm_90; kernels call them only where kHasBulkCopy is true.
+#pragma once
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+constexpr bool kHasBulkCopy = true;
+#else
+constexpr bool kHasBulkCopy = false;
+#endif
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// BYTES (4 or 16) from src to dst; zeros instead where !valid (src must still be a valid address).
+template <int BYTES>
+__device__ __forceinline__ void cp_async(float* dst, const float* src, bool valid) {
+  static_assert(BYTES == 4 || BYTES == 16, "cp_async copies 4 or 16 bytes");
+  if (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+                 "r"(valid ? 16 : 0));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+                 "r"(valid ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most PENDING of this thread's committed groups are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+
+__device__ __forceinline__ void bulk_init(unsigned long long* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(bar)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+// Orders this thread's earlier generic shared-memory writes (zero fills) before later bulk copies to the
+// same bytes. Every thread that wrote them runs it before the barrier that precedes the copies.
+__device__ __forceinline__ void bulk_fence() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+// The issuing thread arrives on `bar`: its phase completes once `bytes` more have landed (0: at once).
+__device__ __forceinline__ void bulk_expect(unsigned long long* bar, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  bulk_fence();
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(bar)), "r"(bytes)
+               : "memory");
+#endif
+}
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) from src to dst, counted on `bar`.
+__device__ __forceinline__ void bulk_copy(float* dst, const float* src, unsigned bytes, unsigned long long* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   shared_address(dst)),
+               "l"(src), "r"(bytes), "r"(shared_address(bar))
+               : "memory");
+#endif
+}
+// Waits for the phase of `bar` with the given parity (its n-th completion has parity n & 1).
+__device__ __forceinline__ void bulk_wait(unsigned long long* bar, unsigned parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned done = 0;
+  while (!done)
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(shared_address(bar)), "r"(parity)
+        : "memory");
+#endif
+}
