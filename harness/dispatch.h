@@ -59,7 +59,7 @@ Lookup lookup(const json& dispatch, const Problem& p);
 // default, the lookup's choice alone; for "nearest", the lookup's choice, then the choice and the first
 // kShortlistPerEntry - 1 alternates of each of the kShortlistEntries nearest entries, without repeats.
 // Each element: {"variant", "config", "candidate"}.
-constexpr size_t kShortlistEntries = 3, kShortlistPerEntry = 3;
+constexpr size_t kShortlistEntries = 3, kShortlistPerEntry = 4;
 std::vector<json> tuning_shortlist(const json& dispatch, const Problem& p);
 
 }  // namespace convtune
