@@ -46,6 +46,7 @@ __device__ __forceinline__ void bulk_fence() {
 #endif
 }
 // The issuing thread arrives on `bar`: its phase completes once `bytes` more have landed (0: at once).
+// It runs bulk_fence() first, ordering its own earlier generic accesses before the copies it issues next.
 __device__ __forceinline__ void bulk_expect(unsigned long long* bar, unsigned bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   bulk_fence();

@@ -85,10 +85,13 @@ TEST(Variants, PipelinedSaysWhyItCannotRun) {
   Config odd = c;
   odd["px"] = 2;
   EXPECT_NE(v.can_implement(conv2d(8192, 8192, 3), odd, dev).reason.find("multiple of 4"), std::string::npos);
-  Config big = c;  // (8 + 16) * 8 * 8 * 17 unrolled FMAs
+  Config big = c;  // (8 + 16) * 8 * 8 * 17 iterations of the unrolled loops
   big["py"] = 8, big["px"] = 8, big["block_x"] = 32, big["block_y"] = 2;
   EXPECT_NE(v.can_implement(conv2d(8192, 8192, 8), big, dev).reason.find("unrolled patch"), std::string::npos);
-  // The ring (3 steps of 16 rows and the 2r rows above them) must fit the device's shared memory.
+  Config one_stage = c;
+  one_stage["stages"] = 1;
+  EXPECT_NE(v.can_implement(conv2d(8192, 8192, 3), one_stage, dev).reason.find("stages must be 2"), std::string::npos);
+  // The ring (3 steps of 16 rows and 2r halo rows) must fit the device's shared memory.
   DeviceInfo small = dev;
   small.max_smem_per_block_optin = 16 * 1024;
   const Status ring = v.can_implement(conv2d(8192, 8192, 3), c, small);
@@ -103,6 +106,9 @@ TEST(Variants, PipelinedCostCountsTheStripOnce) {
   const Cost cost = get("conv2d.pipelined").cost(conv2d(1024, 1024, 3), c);
   EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (16 * 262.0 * 264.0 + 1024.0 * 1024.0));
   EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 49 * 1024 * 1024);
+  // 1000 rows: 63 steps of 16 in 4 segments (16, 16, 16, 15 steps): 1008 staged rows and 4 x 6 halo rows.
+  const Cost uneven = get("conv2d.pipelined").cost(conv2d(1000, 1024, 3), c);
+  EXPECT_DOUBLE_EQ(uneven.bytes_model, 4.0 * (4 * (1008.0 + 24.0) * 264.0 + 1000.0 * 1024.0));
 }
 
 TEST(CpuReference, MatchesAHandComputedCorrelation) {

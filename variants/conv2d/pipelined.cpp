@@ -5,9 +5,10 @@
 namespace convtune {
 namespace {
 
-// Above this many unrolled FMA statements ((py + 2r) * py * px * (2r + 1)) compile time and code size
-// grow past what the fully unrolled row loop gains; larger filters are spectral_tiled's.
-constexpr int64_t kMaxUnrolledFmas = 8000;
+// Above this many iterations of the unrolled loops over (input row, output row, tap, column),
+// (py + 2r) * py * px * (2r + 1), compile time and code size grow past what full unrolling gains (the
+// pairs of rows no filter row joins emit nothing); larger filters are spectral_tiled's.
+constexpr int64_t kMaxUnrolledIterations = 8000;
 constexpr int kMaxRadius = 8;
 
 class Conv2dPipelined : public JitConv2dVariant {
@@ -26,12 +27,14 @@ class Conv2dPipelined : public JitConv2dVariant {
         .add("stages", "steps of input rows in flight, this one included", values({2, 3, 4}))
         .add("steps", "steps of block_y * py rows a block walks down its strip", values({1, 2, 4, 16, 64}));
   }
+  // Each strip stages its rows once (all_steps * ty of them) plus 2r halo rows per segment; the kernel
+  // balances the segments, so they may walk fewer steps than configured.
   Cost cost(const Problem& prob, const Config& c) const override {
     const Conv2d p(prob);
-    const int64_t ty = tile_y(c), seg = ty * cfg_int(c, "steps");
-    const double staged_per_block = double(seg + 2 * p.r) * double(pitch(p, c));
-    return {prob.direct_flops(), prob.direct_flops(), prob.min_bytes(),
-            tiled_bytes(p, tile_x(c), seg, staged_per_block)};
+    const int64_t all_steps = ceil_div(p.h, tile_y(c)), segments = ceil_div(all_steps, cfg_int(c, "steps"));
+    const double staged_rows = double(all_steps * tile_y(c) + segments * 2 * p.r);
+    const double staged = double(ceil_div(p.w, tile_x(c))) * staged_rows * double(pitch(p, c));
+    return {prob.direct_flops(), prob.direct_flops(), prob.min_bytes(), 4.0 * (staged + double(p.h * p.w))};
   }
 
  protected:
@@ -57,11 +60,12 @@ class Conv2dPipelined : public JitConv2dVariant {
   Status constraints(const Conv2d& p, const Config& c, const DeviceInfo& dev) const override {
     if (dev.cc_major < 8) return Status::no("pipelined stages rows with cp.async: compute capability 8.0 or later");
     if (cfg_int(c, "px") % 4 != 0) return Status::no("px must be a multiple of 4 (windows are read as float4s)");
+    if (cfg_int(c, "stages") < 2) return Status::no("stages must be 2 or more (this step and one ahead)");
     if (p.r > kMaxRadius) return Status::no("radius > " + std::to_string(kMaxRadius) + " (spectral_tiled's range)");
     const int64_t py = cfg_int(c, "py");
-    if ((py + 2 * p.r) * py * cfg_int(c, "px") * p.fw() > kMaxUnrolledFmas)
-      return Status::no("the unrolled patch ((py + 2r) * py * px * (2r + 1) FMAs) is over " +
-                        std::to_string(kMaxUnrolledFmas));
+    if ((py + 2 * p.r) * py * cfg_int(c, "px") * p.fw() > kMaxUnrolledIterations)
+      return Status::no("the unrolled patch loops ((py + 2r) * py * px * (2r + 1) iterations) are over " +
+                        std::to_string(kMaxUnrolledIterations));
     return Status::yes();
   }
 };

@@ -5,7 +5,8 @@
 // The FMAs are register_tiled's: a PY x PX patch a thread, taps from constant memory as FMA operands,
 // each input row read from shared memory as float4s and serving up to PY output rows.
 // Staging: on sm_90 with rows of 4-float multiples, one thread issues a bulk copy per row (cp.async.bulk)
-// completing on the step's mbarrier, so the other threads spend no instructions on loads; elsewhere every
+// completing on the step's mbarrier, so the other threads issue no copies (only zero fills of rows outside
+// the image); elsewhere every
 // thread issues cp.async copies (16 bytes where rows allow, else 4).
 // Compile-time: RADIUS, BLOCK_X, BLOCK_Y, PX (a multiple of 4), PY, STAGES (>= 2). The rows a block
 // walks follow from gridDim.y, so the segment length is a launch choice, not a recompile.
@@ -152,7 +153,7 @@ conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __
                     max(0, -xa), min(PITCH, w - xa), h, w, vec_in, kHasBulkCopy && vec_in};
   if (strip.bulk) bulk_setup(strip, tid);
 
-  // Prologue: step 0's rows with the 2r rows above them, then the new rows of steps 1 .. STAGES - 2
+  // Prologue: step 0's whole window (its TY rows and r on each side), then the new rows of steps 1 .. STAGES - 2
   // (empty chunks past the last step keep the cp.async groups and mbarrier phases in step).
   stage_rows(strip, 0, TY + 2 * RADIUS, 0, tid);
 #pragma unroll
