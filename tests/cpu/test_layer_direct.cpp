@@ -153,6 +153,23 @@ TEST(LayerDirect, RowTiledRefusalsSayWhy) {
   EXPECT_TRUE(contains(rows.can_implement(p, c, old).reason, "cp.async"));
 }
 
+TEST(LayerDirect, RowTiledNeedsAlignedOperandsWhereItCopies16Bytes) {
+  const auto& rows = dynamic_cast<const JitLayerVariant&>(Registry::instance().get("layer_bwd_filter.row_tiled"));
+  const auto dims = find_family("layer_bwd_filter").dims();
+  // 224-wide rows (q = w = 224): x and dy staged 16 bytes at a time; 23-wide rows: a float at a time.
+  const LayerShape wide(layer_problem("layer_bwd_filter", dims, {32, 3, 224, 224, 64, 7, 7, 3, 3, 1, 1, 0}));
+  const LayerShape odd(layer_problem("layer_bwd_filter", dims, {2, 3, 19, 23, 5, 3, 3, 1, 1, 1, 1, 0}));
+  EXPECT_EQ(rows.operand_alignments(wide), (std::vector<size_t>{16, 16}));
+  EXPECT_TRUE(rows.operand_alignments(odd).empty());
+  alignas(16) static float buffer[16];
+  const std::vector<float*> aligned = {buffer, buffer + 4, buffer + 1};  // the output may be anywhere
+  EXPECT_TRUE(operands_aligned(aligned, {16, 16}));
+  const Status off = operands_aligned({buffer, buffer + 1, buffer}, {16, 16});
+  EXPECT_FALSE(off);
+  EXPECT_TRUE(contains(off.reason, "operand 1 does not start on a multiple of 16 bytes")) << off.reason;
+  EXPECT_TRUE(operands_aligned({buffer + 1, buffer + 3}, {}));  // no requirement: float alignment only
+}
+
 TEST(LayerDirect, RowTiledCostModel) {
   // N2 C3 8x8 K10 R3 pad1: dy (2x10x64) staged once per input map, x (2x3x64) once per group of 8 maps (2
   // groups), 4 splits of partial dw (10x3x3x3) written and read, dw written.

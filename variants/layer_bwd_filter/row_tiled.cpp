@@ -84,6 +84,13 @@ class LayerBwdFilterRowTiled : public JitLayerVariant {
   size_t workspace_bytes(const LayerShape& l, const Config& c) const override {
     return size_t(cfg_value(c, "splits")) * size_t(l.filter_elements()) * sizeof(float);
   }
+
+ public:
+  // Rows of 4-float multiples are staged 16 bytes at a time (the kernel's kVec): x and dy must be aligned.
+  std::vector<size_t> operand_alignments(const LayerShape& l) const override {
+    if (l.q % 4 == 0 && l.w % 4 == 0) return {16, 16};
+    return {};
+  }
 };
 
 CONVTUNE_REGISTER_VARIANT(LayerBwdFilterRowTiled);

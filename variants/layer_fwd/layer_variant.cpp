@@ -60,8 +60,19 @@ Status launch_fits(const LayerLaunch& launch, const DeviceInfo& dev) {
   return Status::yes();
 }
 
-JitLayerPlan::JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaunch> launches, size_t workspace_bytes)
-    : module_(std::move(module)), launches_(std::move(launches)), workspace_(workspace_bytes) {
+Status operands_aligned(const std::vector<float*>& operands, const std::vector<size_t>& alignments) {
+  for (size_t i = 0; i < alignments.size() && i < operands.size(); ++i)
+    if (reinterpret_cast<uintptr_t>(operands[i]) % alignments[i] != 0)
+      return Status::no("operand " + std::to_string(i) + " does not start on a multiple of " +
+                        std::to_string(alignments[i]) + " bytes, which this kernel's " +
+                        std::to_string(alignments[i]) + "-byte copies need (cudaMalloc's buffers do)");
+  return Status::yes();
+}
+
+JitLayerPlan::JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaunch> launches, size_t workspace_bytes,
+                           std::vector<size_t> alignments)
+    : module_(std::move(module)), launches_(std::move(launches)), workspace_(workspace_bytes),
+      alignments_(std::move(alignments)) {
   for (const LayerLaunch& l : launches_) {
     functions_.push_back(module_->function(l.kernel));
     const int threads = int(l.block.x * l.block.y * l.block.z);
@@ -71,6 +82,7 @@ JitLayerPlan::JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaun
 }
 
 void JitLayerPlan::bind(const Operands& ops, cudaStream_t) {
+  if (Status a = operands_aligned(ops.data, alignments_); !a) throw InputError(a.reason);
   operands_ = ops.data;
   workspace_ptr_ = workspace_.get();
   args_.clear();
@@ -107,7 +119,8 @@ std::vector<JitProgram> JitLayerVariant::programs(const Problem& p, const Config
 std::unique_ptr<Plan> JitLayerVariant::prepare(const Problem& p, const Config& c, const DeviceInfo&,
                                                JitCache& jit) const {
   const LayerShape l(p);
-  auto plan = std::make_unique<JitLayerPlan>(jit.module(programs(p, c).front()), launches(l, c), workspace_bytes(l, c));
+  auto plan = std::make_unique<JitLayerPlan>(jit.module(programs(p, c).front()), launches(l, c), workspace_bytes(l, c),
+                                             operand_alignments(l));
   plan->set_details({{"math", config_math(c)}, {"deterministic", true}});
   return plan;
 }

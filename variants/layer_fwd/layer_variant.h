@@ -54,11 +54,17 @@ struct LayerLaunch {
 // A launch's block, grid and shared memory fit the device; the reason names the limit otherwise.
 Status launch_fits(const LayerLaunch& launch, const DeviceInfo& dev);
 
+// Each operand i < alignments.size() starts on a multiple of alignments[i] bytes; the reason names the
+// operand and what the kernel needs otherwise. Kernels that copy 16 bytes at a time need it of their inputs;
+// cudaMalloc's buffers have it, an application's offset pointers may not.
+Status operands_aligned(const std::vector<float*>& operands, const std::vector<size_t>& alignments);
+
 // Launches one or more kernels of one NVRTC program in order; every kernel takes the operand pointers
 // (inputs, then the output) followed by the plan's workspace pointer (nullptr when none).
 class JitLayerPlan : public Plan {
  public:
-  JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaunch> launches, size_t workspace_bytes = 0);
+  JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaunch> launches, size_t workspace_bytes = 0,
+               std::vector<size_t> alignments = {});
   void bind(const Operands& ops, cudaStream_t stream) override;
   void run(cudaStream_t stream) override;
   KernelAttributes attributes() const override { return attrs_; }  // of the first (main) kernel
@@ -73,6 +79,7 @@ class JitLayerPlan : public Plan {
   KernelAttributes attrs_;
   DeviceArray<char> workspace_;
   void* workspace_ptr_ = nullptr;
+  std::vector<size_t> alignments_;  // bytes each operand must start on (operands_aligned)
   std::vector<float*> operands_;
   std::vector<void*> args_;  // made in bind: run() launches without building anything
   json details_ = json::object();
@@ -93,6 +100,13 @@ class JitLayerVariant : public Variant {
   virtual std::vector<std::string> defines(const LayerShape& l, const Problem& p, const Config& c) const = 0;
   virtual std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const = 0;
   virtual size_t workspace_bytes(const LayerShape&, const Config&) const { return 0; }
+
+ public:
+  // Bytes each operand (inputs, then the output) must start on, checked in bind; none beyond a float's by
+  // default.
+  virtual std::vector<size_t> operand_alignments(const LayerShape&) const { return {}; }
+
+ protected:
   // Rules of this kernel beyond the launch limits (register budgets, divisibility, filling the GPU); yes by
   // default. Checked before launches(), which may assume them.
   virtual Status constraints(const LayerShape&, const Config&, const DeviceInfo&) const { return Status::yes(); }
