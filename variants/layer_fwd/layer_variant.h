@@ -94,19 +94,15 @@ class JitLayerVariant : public Variant {
   std::vector<JitProgram> programs(const Problem& p, const Config& c) const override;
   std::unique_ptr<Plan> prepare(const Problem& p, const Config& c, const DeviceInfo& dev,
                                 JitCache& jit) const override;
+  // Bytes each operand (inputs, then the output) must start on, checked in bind; none beyond a float's by
+  // default.
+  virtual std::vector<size_t> operand_alignments(const LayerShape&) const { return {}; }
 
  protected:
   virtual std::string source() const = 0;
   virtual std::vector<std::string> defines(const LayerShape& l, const Problem& p, const Config& c) const = 0;
   virtual std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const = 0;
   virtual size_t workspace_bytes(const LayerShape&, const Config&) const { return 0; }
-
- public:
-  // Bytes each operand (inputs, then the output) must start on, checked in bind; none beyond a float's by
-  // default.
-  virtual std::vector<size_t> operand_alignments(const LayerShape&) const { return {}; }
-
- protected:
   // Rules of this kernel beyond the launch limits (register budgets, divisibility, filling the GPU); yes by
   // default. Checked before launches(), which may assume them.
   virtual Status constraints(const LayerShape&, const Config&, const DeviceInfo&) const { return Status::yes(); }

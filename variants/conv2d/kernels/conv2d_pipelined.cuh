@@ -6,8 +6,7 @@
 // each input row read from shared memory as float4s and serving up to PY output rows.
 // Staging: on sm_90 with rows of 4-float multiples, one thread issues a bulk copy per row (cp.async.bulk)
 // completing on the step's mbarrier, so the other threads issue no copies (only zero fills of rows outside
-// the image); elsewhere every
-// thread issues cp.async copies (16 bytes where rows allow, else 4).
+// the image); elsewhere every thread issues cp.async copies (16 bytes where rows allow, else 4).
 // Compile-time: RADIUS, BLOCK_X, BLOCK_Y, PX (a multiple of 4), PY, STAGES (>= 2). The rows a block
 // walks follow from gridDim.y, so the segment length is a launch choice, not a recompile.
 #include "async_copy.cuh"
