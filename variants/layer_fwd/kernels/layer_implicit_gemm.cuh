@@ -72,9 +72,13 @@ struct TileMap {
 using MapA = TileMap<BM, Gemm::kAAlongM>;
 using MapB = TileMap<BN, false>;  // B is contiguous along t in all three passes
 
+// 4 bytes from src to dst, or zeros where !valid: the copy then ignores src, which may point anywhere (a
+// predicate rather than a 0-byte source size, so the gather's test feeds the copy without a select).
 __device__ __forceinline__ void cp_async_f32(float* dst, const float* src, bool valid) {
   const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(to), "l"(src), "r"(valid ? 4 : 0));
+  asm volatile(
+      "{\n .reg .pred skip;\n setp.eq.u32 skip, %2, 0;\n cp.async.ca.shared.global [%0], [%1], 4, skip;\n}\n" ::"r"(to),
+      "l"(src), "r"(unsigned(valid)));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int kPending>
@@ -109,8 +113,9 @@ __device__ __forceinline__ void load_tile(float* tile, const Gathers& g, const f
     const Gemm::Tap tap = Gemm::tap(s, t0 + kk);
 #pragma unroll
     for (int fi = 0; fi < MapA::kCountF; ++fi) {
-      const int off = Gemm::a_offset(s, g.rows[fi], tap);
-      cp_async_f32(as + kk * kLdA + MapA::f0(tid) + fi * MapA::kSpanF, off >= 0 ? a + off : a, off >= 0);
+      int off;
+      const bool valid = Gemm::a_at(s, g.rows[fi], tap, off);
+      cp_async_f32(as + kk * kLdA + MapA::f0(tid) + fi * MapA::kSpanF, a + off, valid);
     }
   }
 #pragma unroll
@@ -119,8 +124,9 @@ __device__ __forceinline__ void load_tile(float* tile, const Gathers& g, const f
     const Gemm::Tap tap = Gemm::tap(s, t0 + kk);
 #pragma unroll
     for (int fi = 0; fi < MapB::kCountF; ++fi) {
-      const int off = Gemm::b_offset(s, g.cols[fi], tap);
-      cp_async_f32(bs + kk * kLdB + MapB::f0(tid) + fi * MapB::kSpanF, off >= 0 ? b + off : b, off >= 0);
+      int off;
+      const bool valid = Gemm::b_at(s, g.cols[fi], tap, off);
+      cp_async_f32(bs + kk * kLdB + MapB::f0(tid) + fi * MapB::kSpanF, b + off, valid);
     }
   }
 }
@@ -225,11 +231,13 @@ __device__ __forceinline__ void clear(Accumulators& acc) {
 // 2^-11 of FLT_MAX rounds to infinity here; cvt would keep it finite).
 __device__ __forceinline__ unsigned to_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
 
-// x = big + small (both TF32); with MATH 2 only big is used.
+// x = big + small, big rounded to TF32; with MATH 2 only big is used. small (|small| <= 2^-11 |x|) is
+// passed unrounded: the tensor core reads a TF32 operand's top 19 bits, which truncates small, an error
+// of at most 2^-21 |x|, the size of the small*small term that 3xTF32 drops anyway.
 __device__ __forceinline__ void split_tf32(float x, unsigned& big, unsigned& small) {
   big = to_tf32(x);
 #if MATH == 1
-  small = to_tf32(x - __uint_as_float(big));
+  small = __float_as_uint(x - __uint_as_float(big));
 #else
   small = 0u;
 #endif

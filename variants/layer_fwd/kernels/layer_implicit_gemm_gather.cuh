@@ -4,8 +4,9 @@
 // evaluates the GEMM through these very functions against each family's reference.
 //
 // A gather is split in two: the part that depends only on the fixed row (m of A, n of B) is computed
-// once per thread (Row/Col), the part that depends on t once per k-step (Tap); an offset of -1 means a
-// zero (padding, a stride gap, or outside the GEMM). The shape members are lowercase: the kernel's
+// once per thread (Row/Col), the part that depends on t once per k-step (Tap). a_at/b_at give the
+// element's offset and whether it is there at all (false: a zero of padding, a stride gap, or outside
+// the GEMM; the offset is then meaningless); a_offset/b_offset fold the two into -1 for a zero. The shape members are lowercase: the kernel's
 // -D defines (N, C, H, ...) would replace uppercase names.
 #pragma once
 
@@ -23,8 +24,21 @@ namespace igemm {
 constexpr int kMaskTaps = 31;
 constexpr int kNoTapBit = 31;
 
+// a_offset/b_offset of a pass G from its a_at/b_at.
+template <class G>
+struct Offsets {
+  template <class Shape, class Row, class Tap> static IGEMM_HD int a_offset(const Shape& s, const Row& a, const Tap& k) {
+    int off;
+    return G::a_at(s, a, k, off) ? off : -1;
+  }
+  template <class Shape, class Col, class Tap> static IGEMM_HD int b_offset(const Shape& s, const Col& b, const Tap& k) {
+    int off;
+    return G::b_at(s, b, k, off) ? off : -1;
+  }
+};
+
 // forward: m = (img, p, q), n = k, t = (c, i, j).  A = x (gathered), B = filter, D = y.
-struct FwdGemm {
+struct FwdGemm : Offsets<FwdGemm> {
   static constexpr bool kAAlongM = true;  // consecutive m = consecutive q: coalesced along m
   // x offset of image img; top-left input pixel; with the mask: base + the top-left's offset, the taps inside
   struct Row { int base, y0, x0, off; unsigned mask; bool valid; };
@@ -55,14 +69,18 @@ struct FwdGemm {
     const bool valid = t < t_size(s);
     return {t, c, i, j, (c * s.h + i) * s.w + j, valid ? rs : kNoTapBit, valid};
   }
-  template <class Shape> static IGEMM_HD int a_offset(const Shape& s, const Row& a, const Tap& k) {
-    if (masked(s)) return (a.mask >> k.bit) & 1u ? a.off + k.off : -1;
+  template <class Shape> static IGEMM_HD bool a_at(const Shape& s, const Row& a, const Tap& k, int& off) {
+    if (masked(s)) {
+      off = a.off + k.off;
+      return (a.mask >> k.bit) & 1u;
+    }
     const int y = a.y0 + k.i, x = a.x0 + k.j;
-    const bool inside = y >= 0 && y < s.h && x >= 0 && x < s.w;
-    return a.valid && k.valid && inside ? a.base + (k.c * s.h + y) * s.w + x : -1;
+    off = a.base + (k.c * s.h + y) * s.w + x;
+    return a.valid && k.valid && y >= 0 && y < s.h && x >= 0 && x < s.w;
   }
-  template <class Shape> static IGEMM_HD int b_offset(const Shape&, const Col& b, const Tap& k) {
-    return b.valid && k.valid ? b.base + k.t : -1;
+  template <class Shape> static IGEMM_HD bool b_at(const Shape&, const Col& b, const Tap& k, int& off) {
+    off = b.base + k.t;
+    return b.valid && k.valid;
   }
   // D[m][n] lives at d_row(m) + n * d_col_stride.
   template <class Shape> static IGEMM_HD int d_row(const Shape& s, int m) {
@@ -74,7 +92,7 @@ struct FwdGemm {
 
 // backward-data: m = (img, y, x), n = c, t = (k, i, j).  A = dy (gathered), B = filter, D = dx.
 // dy[img, k, p, q] reaches dx[img, c, y, x] through tap (i, j) when p*u = y + pad_h - i (exactly).
-struct BwdDataGemm {
+struct BwdDataGemm : Offsets<BwdDataGemm> {
   static constexpr bool kAAlongM = true;  // consecutive m = consecutive x
   // dy offset of image img; y + pad_h, x + pad_w; with the mask (stride 1): base + yp*q + xp, the taps inside
   struct Row { int base, yp, xp, off; unsigned mask; bool valid; };
@@ -107,15 +125,19 @@ struct BwdDataGemm {
     const bool valid = t < t_size(s);
     return {k, i, j, (k * s.p - i) * s.q - j, valid ? rs : kNoTapBit, valid};
   }
-  template <class Shape> static IGEMM_HD int a_offset(const Shape& s, const Row& a, const Tap& k) {
-    if (masked(s)) return (a.mask >> k.bit) & 1u ? a.off + k.off : -1;
+  template <class Shape> static IGEMM_HD bool a_at(const Shape& s, const Row& a, const Tap& k, int& off) {
+    if (masked(s)) {
+      off = a.off + k.off;
+      return (a.mask >> k.bit) & 1u;
+    }
     const int row = a.yp - k.i, col = a.xp - k.j;  // = p*u, q*v when this tap reads the pixel
-    if (!a.valid || !k.valid || row < 0 || col < 0 || row % s.u != 0 || col % s.v != 0) return -1;
     const int p = row / s.u, q = col / s.v;
-    return p < s.p && q < s.q ? a.base + (k.k * s.p + p) * s.q + q : -1;
+    off = a.base + (k.k * s.p + p) * s.q + q;
+    return a.valid && k.valid && row >= 0 && col >= 0 && row % s.u == 0 && col % s.v == 0 && p < s.p && q < s.q;
   }
-  template <class Shape> static IGEMM_HD int b_offset(const Shape& s, const Col& b, const Tap& k) {
-    return b.valid && k.valid ? b.base + k.k * s.c * s.r * s.s + k.i * s.s + k.j : -1;
+  template <class Shape> static IGEMM_HD bool b_at(const Shape& s, const Col& b, const Tap& k, int& off) {
+    off = b.base + k.k * s.c * s.r * s.s + k.i * s.s + k.j;
+    return b.valid && k.valid;
   }
   template <class Shape> static IGEMM_HD int d_row(const Shape& s, int m) {
     const int yx = m % (s.h * s.w), img = m / (s.h * s.w);
@@ -125,7 +147,7 @@ struct BwdDataGemm {
 };
 
 // backward-filter: m = k, n = (c, i, j), t = (img, p, q).  A = dy, B = x (gathered), D = dw.
-struct BwdFilterGemm {
+struct BwdFilterGemm : Offsets<BwdFilterGemm> {
   static constexpr bool kAAlongM = false;  // consecutive t = consecutive q: coalesced along t
   struct Row { int base; bool valid; };          // dy offset of map m in image 0
   struct Col { int base, i0, j0; bool valid; };  // x offset of map c in image 0; i - pad_h, j - pad_w
@@ -145,13 +167,14 @@ struct BwdFilterGemm {
   template <class Shape> static IGEMM_HD Tap tap(const Shape& s, int t) {
     return {t / (s.p * s.q), (t / s.q) % s.p, t % s.q, t < t_size(s)};
   }
-  template <class Shape> static IGEMM_HD int a_offset(const Shape& s, const Row& a, const Tap& k) {
-    return a.valid && k.valid ? a.base + (k.img * s.k * s.p + k.p) * s.q + k.q : -1;
+  template <class Shape> static IGEMM_HD bool a_at(const Shape& s, const Row& a, const Tap& k, int& off) {
+    off = a.base + (k.img * s.k * s.p + k.p) * s.q + k.q;
+    return a.valid && k.valid;
   }
-  template <class Shape> static IGEMM_HD int b_offset(const Shape& s, const Col& b, const Tap& k) {
+  template <class Shape> static IGEMM_HD bool b_at(const Shape& s, const Col& b, const Tap& k, int& off) {
     const int y = k.p * s.u + b.i0, x = k.q * s.v + b.j0;
-    const bool inside = y >= 0 && y < s.h && x >= 0 && x < s.w;
-    return b.valid && k.valid && inside ? b.base + k.img * s.c * s.h * s.w + y * s.w + x : -1;
+    off = b.base + k.img * s.c * s.h * s.w + y * s.w + x;
+    return b.valid && k.valid && y >= 0 && y < s.h && x >= 0 && x < s.w;
   }
   template <class Shape> static IGEMM_HD int d_row(const Shape& s, int m) { return m * n_size(s); }
   template <class Shape> static IGEMM_HD int d_col_stride(const Shape&) { return 1; }
