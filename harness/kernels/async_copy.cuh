@@ -1,5 +1,5 @@
 // Asynchronous global-to-shared copies for the kernels of any family (NVRTC header, embedded by name):
-// per-thread cp.async (sm_80 and later; a copy of 0 bytes fills zeros), and on sm_90 bulk copies
+// per-thread cp.async (sm_80 and later; a copy that ignores its source fills zeros), and on sm_90 bulk copies
 // (cp.async.bulk) that one thread issues and that complete on an mbarrier. The bulk helpers compile to
 // nothing below sm_90; kernels call them only where kHasBulkCopy is true.
 #pragma once
@@ -14,16 +14,21 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// BYTES (4 or 16) from src to dst; zeros instead where !valid (src must still be a valid address).
+// BYTES (4 or 16) from src to dst; zeros instead where !valid, and src is then not read (any address will
+// do). `valid` is cp.async's ignore-src predicate, so a caller's test feeds the copy without a select.
 template <int BYTES>
 __device__ __forceinline__ void cp_async(float* dst, const float* src, bool valid) {
   static_assert(BYTES == 4 || BYTES == 16, "cp_async copies 4 or 16 bytes");
   if (BYTES == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
-                 "r"(valid ? 16 : 0));
+    asm volatile(
+        "{\n .reg .pred skip;\n setp.eq.u32 skip, %2, 0;\n cp.async.cg.shared.global [%0], [%1], 16, skip;\n}\n" ::"r"(
+            shared_address(dst)),
+        "l"(src), "r"(unsigned(valid)));
   else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src),
-                 "r"(valid ? 4 : 0));
+    asm volatile(
+        "{\n .reg .pred skip;\n setp.eq.u32 skip, %2, 0;\n cp.async.ca.shared.global [%0], [%1], 4, skip;\n}\n" ::"r"(
+            shared_address(dst)),
+        "l"(src), "r"(unsigned(valid)));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most PENDING of this thread's committed groups are still in flight.

@@ -32,6 +32,11 @@ class LayerBwdFilterRowTiled : public JitLayerVariant {
            "blocks, partial sums added in a fixed order";
   }
   int complexity() const override { return 2; }
+  // Rows of 4-float multiples are staged 16 bytes at a time (the kernel's kVec): x and dy must be aligned.
+  std::vector<size_t> operand_alignments(const LayerShape& l) const override {
+    if (l.q % 4 == 0 && l.w % 4 == 0) return {16, 16};
+    return {};
+  }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
         .add("maps", "output maps per block (accumulators per lane: maps x s)", layer_values({4, 8}))
@@ -83,13 +88,6 @@ class LayerBwdFilterRowTiled : public JitLayerVariant {
   }
   size_t workspace_bytes(const LayerShape& l, const Config& c) const override {
     return size_t(cfg_value(c, "splits")) * size_t(l.filter_elements()) * sizeof(float);
-  }
-
- public:
-  // Rows of 4-float multiples are staged 16 bytes at a time (the kernel's kVec): x and dy must be aligned.
-  std::vector<size_t> operand_alignments(const LayerShape& l) const override {
-    if (l.q % 4 == 0 && l.w % 4 == 0) return {16, 16};
-    return {};
   }
 };
 

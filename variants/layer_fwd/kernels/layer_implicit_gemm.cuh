@@ -12,6 +12,7 @@
 // 2 backward-filter), MATH, BM BN BK STAGES, TM TN (MATH 0) or WARPS_M WARPS_N (MATH 1, 2), BIAS and
 // RELU (forward), SPLITS (t split over gridDim.z, each slice's partial D in the workspace, summed in slice
 // order by split_reduce_kernel, which then applies bias and ReLU).
+#include "async_copy.cuh"
 #include "layer_implicit_gemm_gather.cuh"
 
 #ifndef BIAS
@@ -72,20 +73,6 @@ struct TileMap {
 using MapA = TileMap<BM, Gemm::kAAlongM>;
 using MapB = TileMap<BN, false>;  // B is contiguous along t in all three passes
 
-// 4 bytes from src to dst, or zeros where !valid: the copy then ignores src, which may point anywhere (a
-// predicate rather than a 0-byte source size, so the gather's test feeds the copy without a select).
-__device__ __forceinline__ void cp_async_f32(float* dst, const float* src, bool valid) {
-  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile(
-      "{\n .reg .pred skip;\n setp.eq.u32 skip, %2, 0;\n cp.async.ca.shared.global [%0], [%1], 4, skip;\n}\n" ::"r"(to),
-      "l"(src), "r"(unsigned(valid)));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
 // The per-thread gather state: the fixed coordinates of the rows of A and columns of B it loads.
 struct Gathers {
   Gemm::Row rows[MapA::kCountF];
@@ -115,7 +102,7 @@ __device__ __forceinline__ void load_tile(float* tile, const Gathers& g, const f
     for (int fi = 0; fi < MapA::kCountF; ++fi) {
       int off;
       const bool valid = Gemm::a_at(s, g.rows[fi], tap, off);
-      cp_async_f32(as + kk * kLdA + MapA::f0(tid) + fi * MapA::kSpanF, a + off, valid);
+      cp_async<4>(as + kk * kLdA + MapA::f0(tid) + fi * MapA::kSpanF, a + off, valid);
     }
   }
 #pragma unroll
@@ -126,7 +113,7 @@ __device__ __forceinline__ void load_tile(float* tile, const Gathers& g, const f
     for (int fi = 0; fi < MapB::kCountF; ++fi) {
       int off;
       const bool valid = Gemm::b_at(s, g.cols[fi], tap, off);
-      cp_async_f32(bs + kk * kLdB + MapB::f0(tid) + fi * MapB::kSpanF, b + off, valid);
+      cp_async<4>(bs + kk * kLdB + MapB::f0(tid) + fi * MapB::kSpanF, b + off, valid);
     }
   }
 }
