@@ -19,6 +19,7 @@
 #include "harness/family.h"
 #include "harness/fleet.h"
 #include "harness/gpu_set.h"
+#include "harness/pack.h"
 #include "harness/profile.h"
 #include "harness/records.h"
 #include "harness/replay.h"
@@ -281,8 +282,8 @@ int cmd_check_dispatch(const std::string& table, const std::string& run, bool as
   namespace fs = std::filesystem;
   const fs::path table_path = fs::is_directory(table) ? fs::path(table) / "dispatch.json" : fs::path(table);
   if (!fs::exists(table_path)) throw InputError("check-dispatch: no dispatch table at " + table_path.string());
-  if (!fs::exists(fs::path(run) / "records.jsonl"))
-    throw InputError("check-dispatch: " + run + " is not a run folder (no records.jsonl)");
+  if (!records_file_exists(fs::path(run) / "records.jsonl"))
+    throw InputError("check-dispatch: " + run + " is not a run folder (no records.jsonl or records.jsonl.gz)");
   const json summary = read_json(fs::path(run) / "summary.json");
   const json check = check_dispatch(read_json(table_path), summary.value("device", json::object()),
                                     read_records(fs::path(run) / "records.jsonl").records);
@@ -367,8 +368,8 @@ int cmd_profile(const std::string& folder, const std::string& worker_targets, co
                 ProfileOptions opt) {
   if (!worker_targets.empty()) return run_profile_worker(worker_targets, opt.device);
   if (folder.empty()) throw InputError("profile: give a run folder (results/<gpu>/<run>)");
-  if (!std::filesystem::exists(std::filesystem::path(folder) / "records.jsonl"))
-    throw InputError("profile: " + folder + " is not a run folder (no records.jsonl)");
+  if (!records_file_exists(std::filesystem::path(folder) / "records.jsonl"))
+    throw InputError("profile: " + folder + " is not a run folder (no records.jsonl or records.jsonl.gz)");
   const auto read = read_records(std::filesystem::path(folder) / "records.jsonl");
   const auto targets = choose_profile_targets(read.records, sel);
   if (targets.empty())
@@ -377,11 +378,25 @@ int cmd_profile(const std::string& folder, const std::string& worker_targets, co
                      (sel.candidate.empty() ? "" : " --candidate '" + sel.candidate + "'"));
   opt.ncu = require_ncu(opt.ncu);
   require_gpu("convtune profile");
+  // Profiles are appended to the plain profiles.jsonl: a packed run is unpacked first.
+  if (is_packed(folder))
+    std::cerr << "profile: " << folder << " was packed: unpacked " << describe_converted(unpack_run(folder)) << "\n";
   opt.folder = folder;
   const int ok = profile_targets(targets, opt, std::cerr);
   std::cerr << ok << " of " << targets.size() << " candidates profiled: " << folder << "/profiles.jsonl\n";
   if (ok > 0) cmd_best(folder, false);
   return ok == static_cast<int>(targets.size()) ? 0 : 1;
+}
+
+// pack / unpack: every folder checked before any changes.
+int cmd_pack(const std::vector<std::string>& folders, bool pack) {
+  for (const auto& f : folders) require_run_folder(f, pack ? "pack" : "unpack");
+  for (const auto& f : folders) {
+    const auto files = pack ? pack_run(f) : unpack_run(f);
+    std::cout << f << ": " << (files.empty() ? (pack ? "already packed" : "not packed")
+                                             : (pack ? "packed " : "unpacked ") + describe_converted(files)) << "\n";
+  }
+  return 0;
 }
 
 // The plan as JSON, one entry per (problem, candidate): what a shard would run, without a GPU.
@@ -614,6 +629,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   replay->add_flag("--json", as_json, "print JSON");
 
+  std::vector<std::string> pack_folders;
+  auto* pack = app.add_subcommand("pack", "gzip a finished run's records.jsonl and profiles.jsonl to <name>.gz (a tenth "
+                                          "of the size, for shipped runs); every command reads either form");
+  pack->add_option("runs", pack_folders, "run folder(s)")->required();
+  auto* unpack = app.add_subcommand("unpack", "the reverse of pack: records.jsonl and profiles.jsonl again");
+  unpack->add_option("runs", pack_folders, "run folder(s)")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -653,6 +675,7 @@ int main(int argc, char** argv) {
     if (*check) return cmd_check_dispatch(check_table, check_run, as_json);
     if (*replay) return cmd_replay(folder, strategies, trials, budget, as_json);
     if (*profile) return cmd_profile(folder, worker_targets, psel, popt);
+    if (*pack || *unpack) return cmd_pack(pack_folders, bool(*pack));
     if (*merge) {
       std::vector<std::filesystem::path> runs(merge_runs_in.begin(), merge_runs_in.end());
       const json summary = merge_runs(runs, merge_out, args, std::cerr);

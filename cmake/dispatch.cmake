@@ -10,6 +10,9 @@ target_compile_definitions(convtune_runtime PRIVATE $<TARGET_PROPERTY:convtune_c
 # cudart is public (the header uses cudaStream_t); the rest are link-only for consumers.
 target_link_libraries(convtune_runtime PUBLIC CUDA::cudart
                       PRIVATE CUDA::nvrtc CUDA::cufft CUDA::cublas ${CUDNN_LIBRARY} nlohmann_json::nlohmann_json)
+if(ZLIB_FOUND)  # the core's objects read packed run folders
+  target_link_libraries(convtune_runtime PRIVATE ZLIB::ZLIB)
+endif()
 set_target_properties(convtune_runtime PROPERTIES POSITION_INDEPENDENT_CODE ON)
 
 # What applications link: the archive whole (--whole-archive), so that every variant is registered.

@@ -573,7 +573,7 @@ RunTable read_run_table(const std::filesystem::path& run_folder) {
   try {
     t.dispatch = make_dispatch(t.summary, t.records);
   } catch (const InputError& e) {
-    throw InputError((run_folder / "records.jsonl").string() + ": " + e.what());
+    throw InputError(stored_records_file(run_folder / "records.jsonl").string() + ": " + e.what());
   }
   return t;
 }

@@ -346,7 +346,7 @@ int run_profile_worker(const fs::path& targets_file, int device) {
 
 std::map<std::string, json> read_profiles(const fs::path& folder) {
   std::map<std::string, json> out;
-  if (!fs::exists(folder / "profiles.jsonl")) return out;
+  if (!records_file_exists(folder / "profiles.jsonl")) return out;
   for (const auto& p : read_records(folder / "profiles.jsonl").records)
     if (p.contains("problem_key") && p.contains("candidate")) out[profile_key(p)] = p;
   return out;

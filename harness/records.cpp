@@ -9,8 +9,10 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 
 #include "harness/error.h"
+#include "harness/gzip_file.h"
 #include "harness/params.h"
 
 namespace convtune {
@@ -98,16 +100,37 @@ void parse_record_line(const std::string& line, const std::string& where, ReadRe
   }
 }
 
-}  // namespace
-
-ReadResult read_records(const std::filesystem::path& path) {
+ReadResult parse_record_lines(std::istream& in, const std::filesystem::path& where) {
   ReadResult out;
-  std::ifstream in(path);
-  if (!in) throw InputError(path.string() + ": cannot be read (no records.jsonl there?)");
   std::string line;
   int number = 0;
-  while (std::getline(in, line)) parse_record_line(line, path.string() + ":" + std::to_string(++number), out);
+  while (std::getline(in, line)) parse_record_line(line, where.string() + ":" + std::to_string(++number), out);
   return out;
+}
+
+std::filesystem::path gz_path(const std::filesystem::path& path) { return path.string() + ".gz"; }
+
+}  // namespace
+
+std::filesystem::path stored_records_file(const std::filesystem::path& path) {
+  const auto gz = gz_path(path);
+  return !std::filesystem::exists(path) && std::filesystem::exists(gz) ? gz : path;
+}
+
+bool records_file_exists(const std::filesystem::path& path) {
+  return std::filesystem::exists(stored_records_file(path));
+}
+
+ReadResult read_records(const std::filesystem::path& path) {
+  const auto stored = stored_records_file(path);
+  if (stored != path) {
+    std::istringstream in(read_gzip_file(stored));
+    return parse_record_lines(in, stored);
+  }
+  std::ifstream in(path);
+  if (in) return parse_record_lines(in, path);
+  if (std::filesystem::exists(path)) throw InputError(path.string() + ": cannot be read");
+  throw InputError(path.string() + ": not found, nor " + gz_path(path).filename().string() + " (not a run folder?)");
 }
 
 ReadResult RecordFollower::read_new() {

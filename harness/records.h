@@ -52,8 +52,14 @@ struct ReadResult {
   std::vector<json> records;
   std::vector<std::string> problems;  // lines that could not be read, with their line numbers
 };
-// Reads every complete record; a torn last line (a crash mid-write) is reported, not fatal.
+// Reads every complete record; a torn last line (a crash mid-write) is reported, not fatal. Where `path`
+// is missing but `path`.gz is there (a packed run folder, see harness/pack.h), reads that.
 ReadResult read_records(const std::filesystem::path& path);
+// The file that holds `path`'s lines: `path`, or `path`.gz when only that is there. Readers take the
+// plain file when both are.
+std::filesystem::path stored_records_file(const std::filesystem::path& path);
+// Whether `path` or `path`.gz is there.
+bool records_file_exists(const std::filesystem::path& path);
 std::set<std::string> recorded_keys(const std::vector<json>& records);
 
 // Follows a records file that others append to: each call returns the records completed since the last

@@ -77,8 +77,9 @@ struct ShardRun {
 };
 
 ShardRun open_shard(const fs::path& folder) {
-  if (!fs::exists(folder / "summary.json") || !fs::exists(folder / "records.jsonl"))
-    throw InputError("merge: " + folder.string() + " is not a run folder (needs summary.json and records.jsonl)");
+  if (!fs::exists(folder / "summary.json") || !records_file_exists(folder / "records.jsonl"))
+    throw InputError("merge: " + folder.string() +
+                     " is not a run folder (needs summary.json and records.jsonl or records.jsonl.gz)");
   ShardRun r{folder, read_json(folder / "summary.json"), {}};
   r.shard = Shard::from_json(r.summary.value("shard", json()));
   return r;
@@ -130,11 +131,11 @@ void append_lines(const fs::path& from, RecordWriter& to, std::set<std::string>&
 // Nsight Compute reports they point to, under the same relative paths.
 void merge_profiles(const std::vector<ShardRun>& shards, const fs::path& out) {
   bool any = false;
-  for (const auto& s : shards) any = any || fs::exists(s.folder / "profiles.jsonl");
+  for (const auto& s : shards) any = any || records_file_exists(s.folder / "profiles.jsonl");
   if (!any) return;
   RecordWriter profiles(out / "profiles.jsonl");
   for (const auto& s : shards) {
-    if (!fs::exists(s.folder / "profiles.jsonl")) continue;
+    if (!records_file_exists(s.folder / "profiles.jsonl")) continue;
     for (const auto& p : read_records(s.folder / "profiles.jsonl").records) profiles.append(p);
     if (fs::is_directory(s.folder / "profiles"))
       fs::copy(s.folder / "profiles", out / "profiles", fs::copy_options::recursive | fs::copy_options::skip_existing);
@@ -146,7 +147,7 @@ void merge_profiles(const std::vector<ShardRun>& shards, const fs::path& out) {
 json merge_runs(const std::vector<fs::path>& runs, const fs::path& out, const std::vector<std::string>& argv,
                 std::ostream& log) {
   if (runs.empty()) throw InputError("merge: give the run folders of the shards");
-  if (fs::exists(out / "records.jsonl")) throw InputError("merge: -o " + out.string() + " already holds a run");
+  if (records_file_exists(out / "records.jsonl")) throw InputError("merge: -o " + out.string() + " already holds a run");
   std::vector<ShardRun> shards;
   for (const auto& f : runs) shards.push_back(open_shard(f));
   for (size_t i = 1; i < shards.size(); ++i)

@@ -25,6 +25,7 @@
 
 #include "harness/error.h"
 #include "harness/gpu_set.h"
+#include "harness/pack.h"
 #include "harness/records.h"
 #include "harness/replay.h"
 #include "harness/runner.h"
@@ -213,7 +214,8 @@ bool record_inflight(const fs::path& folder, const std::string& status_value, co
   if (!inflight.contains("record")) return false;
   json rec = inflight["record"];
   std::set<std::string> done;
-  if (fs::exists(folder / "records.jsonl")) done = recorded_keys(read_records(folder / "records.jsonl").records);
+  if (records_file_exists(folder / "records.jsonl"))
+    done = recorded_keys(read_records(folder / "records.jsonl").records);
   if (done.count(record_key(rec))) return false;
   rec["status"] = status_value;
   rec["reason"] = reason;
@@ -224,7 +226,7 @@ bool record_inflight(const fs::path& folder, const std::string& status_value, co
 json finalize_summary(const fs::path& folder, bool interrupted, const std::vector<std::string>& argv) {
   std::map<std::string, int> counts;
   json per_gpu = json::object();  // by UUID: indices differ between the machines of merged shards
-  if (fs::exists(folder / "records.jsonl"))
+  if (records_file_exists(folder / "records.jsonl"))
     for (const auto& r : read_records(folder / "records.jsonl").records) {
       counts[r["status"].get<std::string>()]++;
       if (!r.contains("gpu")) continue;
@@ -786,7 +788,7 @@ fs::path new_run_folder(const SweepSpec& spec, const SweepOptions& options, cons
 }
 
 // Checks a folder to resume against the options and GPUs before anything in it changes.
-fs::path resumed_run_folder(const SweepOptions& options, const std::vector<DeviceInfo>& devices) {
+fs::path resumed_run_folder(const SweepOptions& options, const std::vector<DeviceInfo>& devices, LineLog& log) {
   const fs::path folder = options.resume;
   if (!fs::exists(folder / "summary.json"))
     throw InputError("--resume: " + folder.string() + " is not a run folder (no summary.json)");
@@ -805,6 +807,9 @@ fs::path resumed_run_folder(const SweepOptions& options, const std::vector<Devic
   for (const auto& entry : fs::directory_iterator(folder))
     if (entry.path().filename().string().rfind("inflight", 0) == 0) fs::remove(entry.path());
   WorkClaims::clear(folder);
+  // Records are appended to the plain files: a packed run (convtune pack) is unpacked first.
+  if (is_packed(folder))
+    log.line("--resume: " + folder.string() + " was packed: unpacked " + describe_converted(unpack_run(folder)));
   return folder;
 }
 
@@ -905,7 +910,7 @@ SweepResult supervise_run(const SweepSpec& spec, const SweepOptions& options, co
     throw InputError("--in-process: runs on one GPU; give --devices one index, or leave out --in-process");
   SweepResult result;
   result.folder = options.resume.empty() ? new_run_folder(spec, options, devices.front())
-                                         : resumed_run_folder(options, devices);
+                                         : resumed_run_folder(options, devices, log);
   if (!options.quiet) log.line("run folder: " + result.folder.string());
   const RunOutcome run = options.isolate ? run_workers(spec, options, argv, result.folder, devices, log)
                                          : run_in_process(spec, options, argv, result.folder, devices.front(), log);

@@ -20,6 +20,12 @@ have_header benchmark/benchmark.h || apt_missing+=(libbenchmark-dev)
 # cuDNN: a system package, CUDNN_ROOT, or Python's nvidia-cudnn wheel (CMakeLists.txt looks in all three).
 have_header cudnn.h || [ -e /usr/local/cuda/include/cudnn.h ] || [ -e "${CUDNN_ROOT:-/nonexistent}/include/cudnn.h" ] ||
   python3 -c "import nvidia.cudnn" 2>/dev/null || apt_missing+=(cudnn9-cuda-13)
+# zlib1g-dev (packed run folders, records.jsonl.gz) is optional: installed with the rest when something else is
+# missing too; alone, only a note, so that a machine that cannot download (the GPU machine) still builds.
+if ! have_header zlib.h; then
+  if [ ${#apt_missing[@]} -gt 0 ]; then apt_missing+=(zlib1g-dev)
+  else echo "deps: zlib1g-dev missing (optional: without it convtune cannot read packed runs, records.jsonl.gz)"; fi
+fi
 
 pip_missing=()
 if [ "$what" = test ]; then

@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
 """Per problem of a run: each variant's best time, the library's best config and the library's own pick
 (records whose details say library_pick), the floor, and our best against both. Markdown on stdout.
+Reads records.jsonl, or records.jsonl.gz in a packed run.
 
     python3 scripts/library_table.py results/<device>/<run> [--family layer_fwd,layer_bwd_data]
 """
 import argparse
 import collections
+import gzip
 import json
-import pathlib
+import os
 
 
 def read_records(run):
-    with open(pathlib.Path(run) / "records.jsonl") as f:
+    """The records of run's records.jsonl, or of records.jsonl.gz when the run is packed (convtune pack)."""
+    path = os.path.join(run, "records.jsonl")
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        path += ".gz"
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
         for line in f:
             line = line.strip()
             if line:

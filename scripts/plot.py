@@ -4,8 +4,8 @@
     python3 scripts/plot.py <run-folder> [-o OUTDIR] [--compare OTHER_RUN] [--format png,svg]
                             [--variant V] [--problem KEY] [-q]
 
-Reads <run>/records.jsonl, <run>/summary.json (and <run>/dispatch.json, <run>/profiles.jsonl if there),
-writes into OUTDIR (default <run>/plots/), each plot in every requested format:
+Reads <run>/records.jsonl, <run>/summary.json (and <run>/dispatch.json, <run>/profiles.jsonl if there;
+records.jsonl.gz and profiles.jsonl.gz in a run packed by `convtune pack`), writes into OUTDIR (default <run>/plots/), each plot in every requested format:
 
   roofline_<family>          achieved GFLOP/s vs arithmetic intensity under the measured roofs
   time_vs_<dim>_<family>     median time vs the family's shape parameter, best config per variant

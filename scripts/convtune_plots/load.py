@@ -3,15 +3,18 @@
 Fatal problems (no folder, no or unreadable summary.json, no records.jsonl, no usable ok record) raise
 LoadError with a one-line message. Problems that only lose a line or a field (a torn last line from a
 crash, a record without a time) become warnings on Run.warnings and the rest is used. profiles.jsonl
-(Nsight Compute profiles of some candidates) is optional; any of its metrics may be missing.
+(Nsight Compute profiles of some candidates) is optional; any of its metrics may be missing. A packed run
+(`convtune pack`) holds records.jsonl.gz and profiles.jsonl.gz instead; they read the same.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
 import sys
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
@@ -203,14 +206,28 @@ def read_json_file(path: str, what: str) -> Any:
         raise LoadError(f"{path}: cannot be read ({e})") from None
 
 
+def stored_jsonl(path: str) -> str:
+    """The file holding path's lines: path itself, or path + ".gz" when only that is there (a run packed
+    by `convtune pack`). Readers take the plain file when both are."""
+    gz = path + ".gz"
+    return gz if not os.path.exists(path) and os.path.exists(gz) else path
+
+
+# What reading a .jsonl(.gz) can raise besides bad lines: a missing or unreadable file, a corrupt gzip
+# (OSError, zlib.error) or a truncated one (EOFError).
+READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
 def _read_jsonl(path: str, warn: Callable[[str], None]) -> Iterable[tuple]:
-    """(line number, object) for each line of a .jsonl file holding a JSON object; the others (a torn last
-    line from a crash, bad JSON, not an object) become warnings. OSError propagates."""
-    with open(path, "rb") as f:
+    """(line number, object) for each line of a .jsonl file (or its .gz, see stored_jsonl) holding a JSON
+    object; the others (a torn last line from a crash, bad JSON, not an object) become warnings.
+    READ_ERRORS propagate."""
+    stored = stored_jsonl(path)
+    with (gzip.open if stored.endswith(".gz") else open)(stored, "rb") as f:  # bytes: decoded line by line
         raw = f.read()
     lines = raw.split(b"\n")
     last_nonempty = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
-    name = os.path.basename(path)
+    name = os.path.basename(stored)
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -233,9 +250,10 @@ def _missing(obj: dict, keys: Iterable[str]) -> list:
 
 
 def read_records(path: str, warn: Callable[[str], None]) -> list:
-    """Every readable record of a records.jsonl, in file order. Unreadable lines become warnings."""
+    """Every readable record of a records.jsonl (or records.jsonl.gz), in file order. Unreadable lines
+    become warnings."""
     records = []
-    name = os.path.basename(path)
+    name = os.path.basename(stored_jsonl(path))
     try:
         for line, rec in _read_jsonl(path, warn):
             missing = _missing(rec, REQUIRED)
@@ -248,17 +266,18 @@ def read_records(path: str, warn: Callable[[str], None]) -> list:
             rec["_line"] = line
             records.append(rec)
     except FileNotFoundError:
-        raise LoadError(f"{path}: not found (no records in this run folder)") from None
-    except OSError as e:
-        raise LoadError(f"{path}: cannot be read ({e})") from None
+        gz = os.path.basename(path) + ".gz"
+        raise LoadError(f"{path}: not found, nor {gz} (no records in this run folder)") from None
+    except READ_ERRORS as e:
+        raise LoadError(f"{stored_jsonl(path)}: cannot be read ({e})") from None
     return records
 
 
 def read_profiles(path: str, warn: Callable[[str], None]) -> dict:
-    """profiles.jsonl (Nsight Compute profiles, one per line) as {(problem_key, candidate): profile}; a
-    candidate profiled twice keeps its later line. No file: {}."""
+    """profiles.jsonl or its .gz (Nsight Compute profiles, one per line) as {(problem_key, candidate):
+    profile}; a candidate profiled twice keeps its later line. No file: {}."""
     out: dict = {}
-    name = os.path.basename(path)
+    name = os.path.basename(stored_jsonl(path))
     try:
         for line, prof in _read_jsonl(path, warn):
             missing = _missing(prof, ("problem_key", "candidate"))
@@ -269,8 +288,8 @@ def read_profiles(path: str, warn: Callable[[str], None]) -> dict:
             out[(prof["problem_key"], prof["candidate"])] = prof
     except FileNotFoundError:
         return {}
-    except OSError as e:
-        warn(f"{path}: cannot be read ({e}); profiles left out")
+    except READ_ERRORS as e:
+        warn(f"{stored_jsonl(path)}: cannot be read ({e}); profiles left out")
     return out
 
 

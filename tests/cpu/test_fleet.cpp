@@ -112,7 +112,8 @@ TEST(Fleet, ExportsShippedRunsOfTwoModelsAndRefusesTheSameModelTwice) {
   json summary = read_json(kH100Run / "summary.json");
   summary["device"]["name"] = "NVIDIA H200";
   write_json_atomically(dir / "h200/summary.json", summary);
-  fs::copy_file(kH100Run / "records.jsonl", dir / "h200/records.jsonl");
+  const fs::path records = stored_records_file(kH100Run / "records.jsonl");  // plain, or .gz once packed
+  fs::copy_file(records, dir / "h200" / records.filename());
   export_fleet({kH100Run, dir / "h200"}, dir / "fleet");
   const json f = read_json(dir / "fleet/dispatch.json");
   ASSERT_TRUE(is_fleet(f));

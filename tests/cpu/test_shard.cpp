@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "harness/error.h"
+#include "harness/pack.h"
 #include "harness/records.h"
 #include "harness/select.h"
 #include "harness/shard.h"
@@ -141,6 +142,24 @@ TEST(Merge, ShardsOfARealRunMergeIntoTheSameChoices) {
   EXPECT_TRUE(summary["merge"]["missing_shards"].empty());
   EXPECT_EQ(summary["merged_from"].size(), 3u);
   EXPECT_FALSE(summary.contains("shard"));
+  EXPECT_EQ(read_records(root / "merged/records.jsonl").records.size(),
+            read_records(kShipped / "records.jsonl").records.size());
+  EXPECT_EQ(choices(root / "merged"), choices(kShipped));
+  fs::remove_all(root);
+}
+
+// A shard folder packed (records.jsonl.gz, convtune pack) is a run folder like the others.
+TEST(Merge, APackedShardMergesLikeAPlainOne) {
+#ifndef CONVTUNE_HAVE_ZLIB
+  GTEST_SKIP() << "built without zlib";
+#endif
+  const fs::path root = fresh("packed");
+  const auto shards = split(root, 2);
+  ASSERT_EQ(pack_run(shards[1]).size(), 1u);
+  ASSERT_FALSE(fs::exists(shards[1] / "records.jsonl"));
+  std::ostringstream log;
+  const json summary = merge_runs(shards, root / "merged", {"convtune", "merge"}, log);
+  EXPECT_EQ(summary["merge"]["gaps"], 0) << log.str();
   EXPECT_EQ(read_records(root / "merged/records.jsonl").records.size(),
             read_records(kShipped / "records.jsonl").records.size());
   EXPECT_EQ(choices(root / "merged"), choices(kShipped));

@@ -175,6 +175,36 @@ TEST(GpuSweep, ResumesAfterTheWholeSweepWasKilled) {
   EXPECT_EQ(records.size(), 160u);  // 4 radii x (20 naive + 20 constant configs)
 }
 
+// A killed sweep's folder is refused by pack (its claims/ say a sweep may still append); packed anyway (claims
+// gone, as after a finished sweep), --resume unpacks it, says so and finishes it in records.jsonl.
+TEST(GpuSweep, ResumesIntoAPackedRun) {
+  if (DeviceInfo::count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
+#ifndef CONVTUNE_HAVE_ZLIB
+  GTEST_SKIP() << "built without zlib";
+#endif
+  const fs::path dir = fresh_dir("packed");
+  write_resume_spec(dir, "packed");
+  const auto [pid, run] = start_sweep_in_background(dir, 5);
+  ASSERT_GT(pid, 0) << "the sweep did not start";
+  kill(-pid, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const size_t before = read_records(run / "records.jsonl").records.size();
+  ASSERT_LT(before, 160u) << "the sweep finished before it was killed; make it longer";
+  EXPECT_EQ(run_cli("pack " + run.string() + " >/dev/null 2>&1"), 2);
+  fs::remove_all(run / "claims");
+  ASSERT_EQ(run_cli("pack " + run.string() + " >/dev/null 2>&1"), 0);
+  ASSERT_FALSE(fs::exists(run / "records.jsonl"));
+  EXPECT_EQ(read_records(run / "records.jsonl").records.size(), before);
+  const fs::path log = dir / "resume.log";
+  ASSERT_EQ(run_cli("sweep " + (dir / "spec.json").string() + " --quiet --resume " + run.string() + " >/dev/null 2>" +
+                    log.string()), 0);
+  EXPECT_NE(read_text(log).find("was packed: unpacked records.jsonl"), std::string::npos) << read_text(log);
+  EXPECT_FALSE(fs::exists(run / "records.jsonl.gz"));
+  const auto records = read_records(run / "records.jsonl").records;
+  EXPECT_EQ(recorded_keys(records).size(), records.size()) << "a candidate was recorded twice";
+  EXPECT_EQ(records.size(), 160u);
+}
+
 // Ctrl-C reaches the supervisor and the worker at once (and the supervisor forwards it): the sweep stops
 // after the current candidate, says so in summary.json, starts no new worker, and --resume finishes it.
 TEST(GpuSweep, StopsOnCtrlCAndResumes) {

@@ -1,0 +1,123 @@
+#include "harness/pack.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+
+#include "harness/error.h"
+#include "harness/gzip_file.h"
+#include "harness/records.h"
+
+namespace convtune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The files of a run folder that pack compresses: the large, append-only ones.
+const char* const kPackedFiles[] = {"records.jsonl", "profiles.jsonl"};
+
+fs::path gz_of(const fs::path& plain) { return plain.string() + ".gz"; }
+
+std::string read_plain_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (!in || !(text << in.rdbuf())) throw std::runtime_error("cannot read " + path.string());
+  return text.str();
+}
+
+void write_plain_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!(out << text) || !out.flush()) throw std::runtime_error("cannot write " + path.string());
+}
+
+// fsync of a file or a folder: a file's data reaches the disk before its rename, a rename before the
+// removal of the file it replaces, so that a crash never leaves neither form.
+void sync_to_disk(const fs::path& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const bool synced = fd >= 0 && fsync(fd) == 0;
+  if (fd >= 0) close(fd);
+  if (!synced) throw std::runtime_error("cannot sync " + path.string() + " to disk");
+}
+
+// `from` into `to` (compressed or decompressed) through `to`.tmp: written, synced, read back and compared
+// with what `from` holds, renamed to `to`, and only then `from` removed.
+ConvertedFile convert(const fs::path& from, const fs::path& to, bool compress) {
+  const std::string text = compress ? read_plain_file(from) : read_gzip_file(from);
+  const fs::path tmp = to.string() + ".tmp";
+  if (compress) write_gzip_file(tmp, text);
+  else write_plain_file(tmp, text);
+  sync_to_disk(tmp);
+  if ((compress ? read_gzip_file(tmp) : read_plain_file(tmp)) != text) {
+    fs::remove(tmp);
+    throw std::runtime_error(tmp.string() + " did not read back as " + from.string() + " holds it; " +
+                             from.string() + " is left as it was");
+  }
+  fs::rename(tmp, to);
+  sync_to_disk(to.parent_path());
+  ConvertedFile out{from, to, fs::file_size(from), fs::file_size(to)};
+  fs::remove(from);
+  return out;
+}
+
+}  // namespace
+
+void require_run_folder(const fs::path& folder, const std::string& command) {
+  if (!fs::exists(folder / "summary.json"))
+    throw InputError(command + ": " + folder.string() + " is not a run folder (no summary.json)");
+}
+
+std::vector<ConvertedFile> pack_run(const fs::path& folder) {
+  require_run_folder(folder, "pack");
+  if (!records_file_exists(folder / "records.jsonl"))
+    throw InputError("pack: " + folder.string() + " has no records.jsonl, nor records.jsonl.gz");
+  if (fs::exists(folder / "claims"))
+    throw InputError("pack: " + folder.string() + " has claims/: a sweep is running there, or was killed "
+                     "(finish it with convtune sweep --resume); it would append to a records.jsonl packed away");
+  require_zlib("gzip " + (folder / "records.jsonl").string());
+  std::vector<ConvertedFile> out;
+  for (const char* name : kPackedFiles)
+    if (fs::exists(folder / name)) out.push_back(convert(folder / name, gz_of(folder / name), true));
+  return out;
+}
+
+std::vector<ConvertedFile> unpack_run(const fs::path& folder) {
+  require_run_folder(folder, "unpack");
+  if (!records_file_exists(folder / "records.jsonl"))
+    throw InputError("unpack: " + folder.string() + " has no records.jsonl, nor records.jsonl.gz");
+  std::vector<ConvertedFile> out;
+  for (const char* name : kPackedFiles)
+    if (!fs::exists(folder / name) && fs::exists(gz_of(folder / name))) {
+      require_zlib("gunzip " + gz_of(folder / name).string());
+      out.push_back(convert(gz_of(folder / name), folder / name, false));
+    }
+  return out;
+}
+
+bool is_packed(const fs::path& folder) {
+  for (const char* name : kPackedFiles)
+    if (!fs::exists(folder / name) && fs::exists(gz_of(folder / name))) return true;
+  return false;
+}
+
+std::string describe_converted(const std::vector<ConvertedFile>& files) {
+  auto size = [](std::uintmax_t bytes) {
+    std::ostringstream text;
+    text << std::fixed << std::setprecision(1) << double(bytes) / (bytes < 1000000 ? 1e3 : 1e6)
+         << (bytes < 1000000 ? " kB" : " MB");
+    return text.str();
+  };
+  std::string out;
+  for (const ConvertedFile& f : files) {
+    const fs::path& plain = f.from.extension() == ".gz" ? f.to : f.from;
+    out += (out.empty() ? "" : ", ") + plain.filename().string() + " (" + size(f.from_bytes) + " -> " +
+           size(f.to_bytes) + ")";
+  }
+  return out;
+}
+
+}  // namespace convtune
