@@ -96,12 +96,12 @@ TEST(LayerDirect, RefusalsSayWhy) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   const Variant& fwd = Registry::instance().get("layer_fwd.direct_tiled");
   Problem p = find_family("layer_fwd").example();
-  Config c = {{"tile_w", 32}, {"tile_h", 4}, {"maps", 16}, {"maps_per_thread", 8}, {"pix_per_thread", 4}, {"in_chunk", 4}};
+  Config c = {{"tile_w", 32}, {"tile_h", 4}, {"maps", 16}, {"maps_per_thread", 8}, {"pix_per_thread", 4}, {"rows_per_thread", 1}, {"in_chunk", 4}, {"stages", 1}};
   EXPECT_TRUE(fwd.can_implement(p, c, dev));
   c["tile_w"] = 16;
   c["pix_per_thread"] = 32;
   EXPECT_TRUE(contains(fwd.can_implement(p, c, dev).reason, "pix_per_thread must divide tile_w"));
-  c = {{"tile_w", 64}, {"tile_h", 8}, {"maps", 64}, {"maps_per_thread", 4}, {"pix_per_thread", 2}, {"in_chunk", 1}};
+  c = {{"tile_w", 64}, {"tile_h", 8}, {"maps", 64}, {"maps_per_thread", 4}, {"pix_per_thread", 2}, {"rows_per_thread", 1}, {"in_chunk", 1}, {"stages", 1}};
   EXPECT_TRUE(contains(fwd.can_implement(p, c, dev).reason, "threads > device limit")) << fwd.can_implement(p, c, dev).reason;
   p.dims["r"] = p.dims["s"] = 17;
   p.dims["pad_h"] = p.dims["pad_w"] = 0;
@@ -113,7 +113,7 @@ TEST(LayerDirect, RefusalsSayWhy) {
   const Param* maps = data.space(rgb, dev).find("maps");
   ASSERT_NE(maps, nullptr);
   EXPECT_NE(std::find(maps->values.begin(), maps->values.end(), json(3)), maps->values.end());
-  const Config three = {{"tile_w", 32}, {"tile_h", 8}, {"maps", 3}, {"maps_per_thread", 3}, {"pix_per_thread", 4}, {"in_chunk", 4}};
+  const Config three = {{"tile_w", 32}, {"tile_h", 8}, {"maps", 3}, {"maps_per_thread", 3}, {"pix_per_thread", 4}, {"rows_per_thread", 1}, {"in_chunk", 4}, {"stages", 1}};
   EXPECT_TRUE(data.can_implement(rgb, three, dev)) << data.can_implement(rgb, three, dev).reason;
   EXPECT_TRUE(contains(data.can_implement(find_family("layer_bwd_data").example(), three, dev).reason,
                        "neither a power of two nor the 64 output maps"));
@@ -182,7 +182,7 @@ TEST(LayerDirect, RowTiledCostModel) {
 TEST(LayerDirect, CostModel) {
   // N2 C3 8x8 K4 R3 pad1 stride 1: P = Q = 8. Tiles 8x4 -> 2 tiles, one map group of 8, 2 images.
   const Problem p = layer_problem("layer_fwd", find_family("layer_fwd").dims(), {2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 0, 0, 0});
-  const Config c = {{"tile_w", 8}, {"tile_h", 4}, {"maps", 8}, {"maps_per_thread", 4}, {"pix_per_thread", 2}, {"in_chunk", 1}};
+  const Config c = {{"tile_w", 8}, {"tile_h", 4}, {"maps", 8}, {"maps_per_thread", 4}, {"pix_per_thread", 2}, {"rows_per_thread", 1}, {"in_chunk", 1}, {"stages", 1}};
   const Cost cost = Registry::instance().get("layer_fwd.direct_tiled").cost(p, c);
   EXPECT_DOUBLE_EQ(cost.flops, 2.0 * (2 * 4 * 8 * 8) * (3 * 3 * 3));
   EXPECT_DOUBLE_EQ(cost.flops_variant, cost.flops);

@@ -165,3 +165,34 @@ TEST(GpuVariants, WinogradOnEveryChunkAndPadding) {
     }
   EXPECT_GE(ok, 30);  // chunks 4 and 5 for n = 5; 4, 8 and 9 for n = 9; on the three passes, for both tiles
 }
+
+// The direct kernels' shapes of work: every rows_per_thread, both window layouts (float4 at 8 pixels a
+// thread, scalar at 2), one or two stages, 1 or 3 maps a thread (taps padded to float4), on every test
+// shape of the two passes (stride 2, odd sizes, tiles wider and taller than the image, dilated dy).
+TEST(GpuVariants, DirectKernelsOnEveryShapeOfWork) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
+  const DeviceInfo dev = DeviceInfo::query(0);
+  JitCache jit(JitCache::default_dir(), dev.arch());
+  Runner runner(dev, Ceilings{}, quick(), jit, 2028);
+  int ok = 0, tried = 0;
+  for (const char* name : {"layer_fwd.direct_tiled", "layer_bwd_data.direct"}) {
+    const Variant& v = Registry::instance().get(name);
+    for (const Problem& p : FamilyRegistry::instance().get(v.family()).test_problems())
+      for (const int rows : {1, 2, 4})
+        for (const int pix : {2, 8})
+          for (const int maps : {1, 3})
+            for (const int stages : {1, 2}) {
+              // 3 maps a chunk for 2 stages: a last chunk that is partial on most shapes
+              const Config c = {{"tile_w", 64},         {"tile_h", 16},          {"maps", maps},
+                                {"maps_per_thread", maps}, {"pix_per_thread", pix}, {"rows_per_thread", rows},
+                                {"in_chunk", stages == 1 ? 4 : 3}, {"stages", stages}};
+              if (!v.can_implement(p, c, dev)) continue;
+              ++tried;
+              const json rec = runner.run(v, p, c);
+              EXPECT_EQ(rec["status"], status::ok) << rec.dump().substr(0, 600);
+              ok += rec["status"] == status::ok;
+            }
+  }
+  EXPECT_EQ(ok, tried);
+  EXPECT_GE(tried, 80);
+}

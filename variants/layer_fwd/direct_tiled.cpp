@@ -26,11 +26,14 @@ ParamSpace DirectTiledVariant::space(const Problem& p, const DeviceInfo&) const 
   const int64_t out_maps = correlation(LayerShape(p)).out_maps;
   return ParamSpace()
       .add("tile_w", "output tile width", layer_values({16, 32, 64}))
-      .add("tile_h", "output tile height", layer_values({2, 4, 8, 16}))
+      .add("tile_h", "output tile height", layer_values({2, 4, 8, 16, 32}))
       .add("maps", "output maps per block", map_counts(out_maps, 64))
       .add("maps_per_thread", "output maps per thread", map_counts(out_maps, 8))
       .add("pix_per_thread", "consecutive output pixels per thread (a row)", layer_values({2, 4, 8, 16}))
-      .add("in_chunk", "input maps staged in shared memory at a time", layer_values({1, 4, 8}));
+      .add("rows_per_thread", "output rows per thread (each input row read feeds them all)", layer_values({1, 2, 4}),
+           1)
+      .add("in_chunk", "input maps staged in shared memory at a time", layer_values({1, 4, 8}))
+      .add("stages", "chunks in shared memory (2: the next is copied while one is computed)", layer_values({1, 2}), 1);
 }
 
 Status DirectTiledVariant::constraints(const LayerShape& l, const Config& c, const DeviceInfo&) const {
@@ -44,13 +47,17 @@ Status DirectTiledVariant::constraints(const LayerShape& l, const Config& c, con
   if (cfg_value(c, "maps") / 2 >= k.out_maps)
     return Status::no("maps per block at least twice the " + std::to_string(k.out_maps) + " output maps (half idle)");
   if (cfg_value(c, "tile_w") % cfg_value(c, "pix_per_thread") != 0) return Status::no("pix_per_thread must divide tile_w");
+  if (cfg_value(c, "tile_h") % cfg_value(c, "rows_per_thread") != 0) return Status::no("rows_per_thread must divide tile_h");
   if (cfg_value(c, "in_chunk") > k.in_maps && cfg_value(c, "in_chunk") > 1)
     return Status::no("in_chunk larger than the " + std::to_string(k.in_maps) + " input maps");
-  const int64_t threads = cfg_value(c, "tile_w") / cfg_value(c, "pix_per_thread") * cfg_value(c, "tile_h") *
+  if (cfg_value(c, "stages") > 1 && cfg_value(c, "in_chunk") >= k.in_maps)
+    return Status::no("stages = 2 with one chunk of the " + std::to_string(k.in_maps) + " input maps: nothing to overlap");
+  const int64_t threads = cfg_value(c, "tile_w") / cfg_value(c, "pix_per_thread") *
+                          (cfg_value(c, "tile_h") / cfg_value(c, "rows_per_thread")) *
                           (cfg_value(c, "maps") / cfg_value(c, "maps_per_thread"));
   if (threads < 32) return Status::no(std::to_string(threads) + " threads per block: less than a warp");
   const int64_t window = (cfg_value(c, "pix_per_thread") - 1) * k.stride_w + l.s;
-  if (cfg_value(c, "maps_per_thread") * cfg_value(c, "pix_per_thread") + window > 96)
+  if (cfg_value(c, "maps_per_thread") * cfg_value(c, "pix_per_thread") * cfg_value(c, "rows_per_thread") + window > 96)
     return Status::no("more than 96 accumulators and window registers per thread");
   return Status::yes();
 }
@@ -72,7 +79,9 @@ std::vector<std::string> DirectTiledVariant::defines(const LayerShape& l, const 
           layer_define("MAPS", cfg_value(c, "maps")),
           layer_define("MAPS_PER_THREAD", cfg_value(c, "maps_per_thread")),
           layer_define("PIX_PER_THREAD", cfg_value(c, "pix_per_thread")),
-          layer_define("IN_CHUNK", cfg_value(c, "in_chunk"))};
+          layer_define("ROWS_PER_THREAD", cfg_value(c, "rows_per_thread")),
+          layer_define("IN_CHUNK", cfg_value(c, "in_chunk")),
+          layer_define("STAGES", cfg_value(c, "stages"))};
 }
 
 std::vector<LayerLaunch> DirectTiledVariant::launches(const LayerShape& l, const Config& c) const {
@@ -80,14 +89,19 @@ std::vector<LayerLaunch> DirectTiledVariant::launches(const LayerShape& l, const
   const int64_t tw = cfg_value(c, "tile_w"), th = cfg_value(c, "tile_h"), maps = cfg_value(c, "maps");
   const int64_t chunk = cfg_value(c, "in_chunk");
   const int64_t tiles = layer_div_up(k.out_w, tw) * layer_div_up(k.out_h, th);
-  // As the kernel lays it out: taps padded to 4 floats, tile rows padded to an odd number of float4s where
-  // the window is read as float4s, and 4 floats after the tile as a margin.
+  // As the kernel lays it out: a thread's taps padded to 4 floats where it has 3 to 7 maps, all taps to 4
+  // floats, tile rows padded to an odd number of float4s where the window is read as float4s, each stage
+  // (taps, then tile) to 4 floats, and 4 floats after the last stage as a margin.
   const bool vec_window = k.stride_w == 1 && cfg_value(c, "pix_per_thread") % 4 == 0;
   const int64_t row = vec_window ? 4 * (layer_div_up(tile_in(tw, k.stride_w, l.s), 4) | 1) : tile_in(tw, k.stride_w, l.s);
-  const int64_t smem = 4 * (4 * layer_div_up(chunk * l.r * l.s * maps, 4) + chunk * tile_in(th, k.stride_h, l.r) * row + 4);
+  const int64_t per_thread = cfg_value(c, "maps_per_thread");
+  const int64_t tap_stride = maps / per_thread * (per_thread > 2 ? 4 * layer_div_up(per_thread, 4) : per_thread);
+  const int64_t stage = 4 * layer_div_up(chunk * l.r * l.s * tap_stride, 4) +
+                        4 * layer_div_up(chunk * tile_in(th, k.stride_h, l.r) * row, 4);
+  const int64_t smem = 4 * (cfg_value(c, "stages") * stage + 4);
   return {{"layer_direct_tiled_kernel",
            dim3(unsigned(tiles), unsigned(layer_div_up(k.out_maps, maps)), unsigned(l.n)),
-           dim3(unsigned(tw / cfg_value(c, "pix_per_thread")), unsigned(th),
+           dim3(unsigned(tw / cfg_value(c, "pix_per_thread")), unsigned(th / cfg_value(c, "rows_per_thread")),
                 unsigned(maps / cfg_value(c, "maps_per_thread"))),
            int(smem)}};
 }
@@ -113,7 +127,7 @@ class LayerFwdDirectTiled : public DirectTiledVariant {
   std::string family() const override { return kLayerFwd; }
   std::string summary() const override {
     return "direct: block = (image, output-map group, output tile); input tile + halo and taps in shared memory, "
-           "in_chunk input maps at a time; maps_per_thread x pix_per_thread outputs per thread; fused bias/ReLU";
+           "in_chunk input maps at a time; maps_per_thread x rows_per_thread x pix_per_thread outputs per thread; fused bias/ReLU";
   }
   Tolerance tolerance(const Problem& p, const Config&) const override {
     return layer_tolerance(forward_sum_length(LayerShape(p)), kMathFp32);
