@@ -49,6 +49,8 @@ run=$(ls -d /tmp/results/*/"$(basename "$spec" .json)"-2* /tmp/results/*/* 2>/de
   --benchmark_out="$run/bench.json" --benchmark_out_format=json >"$out/bench.log" 2>&1; echo "bench rc=$?"
 for r in /tmp/results/*/*; do echo "== $(basename "$r"): $(python3 -c "import json; s=json.load(open('$r/summary.json')); print(s.get('counts'), 'wall', round(s.get('measure_wall_s',0),1), 's, jit', s.get('jit'))")"; done
 cp /tmp/convtune-gpu-test-*/log "$out/fault-sweep.log" 2>/dev/null
+# Shipped runs are packed (records.jsonl.gz): they arrive that way; without zlib they stay plain.
+for r in /tmp/results/*/*/; do ./build/convtune pack "$r" >>"$out/pack.log" 2>&1 || true; done
 tar -C /tmp/results -czf "$top/results.tar.gz" .
 ./build/convtune best "$run" | tee "$out/best.txt"
 tar -C "$top" -czf "$top/logs.tar.gz" logs && rm -rf "$out"
