@@ -378,9 +378,6 @@ int cmd_profile(const std::string& folder, const std::string& worker_targets, co
                      (sel.candidate.empty() ? "" : " --candidate '" + sel.candidate + "'"));
   opt.ncu = require_ncu(opt.ncu);
   require_gpu("convtune profile");
-  // Profiles are appended to the plain profiles.jsonl: a packed run is unpacked first.
-  if (is_packed(folder))
-    std::cerr << "profile: " << folder << " was packed: unpacked " << describe_converted(unpack_run(folder)) << "\n";
   opt.folder = folder;
   const int ok = profile_targets(targets, opt, std::cerr);
   std::cerr << ok << " of " << targets.size() << " candidates profiled: " << folder << "/profiles.jsonl\n";

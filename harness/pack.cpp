@@ -21,8 +21,6 @@ namespace {
 // The files of a run folder that pack compresses: the large, append-only ones.
 const char* const kPackedFiles[] = {"records.jsonl", "profiles.jsonl"};
 
-fs::path gz_of(const fs::path& plain) { return plain.string() + ".gz"; }
-
 std::string read_plain_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
@@ -81,7 +79,7 @@ std::vector<ConvertedFile> pack_run(const fs::path& folder) {
   require_zlib("gzip " + (folder / "records.jsonl").string());
   std::vector<ConvertedFile> out;
   for (const char* name : kPackedFiles)
-    if (fs::exists(folder / name)) out.push_back(convert(folder / name, gz_of(folder / name), true));
+    if (fs::exists(folder / name)) out.push_back(convert(folder / name, packed_path(folder / name), true));
   return out;
 }
 
@@ -91,16 +89,16 @@ std::vector<ConvertedFile> unpack_run(const fs::path& folder) {
     throw InputError("unpack: " + folder.string() + " has no records.jsonl, nor records.jsonl.gz");
   std::vector<ConvertedFile> out;
   for (const char* name : kPackedFiles)
-    if (!fs::exists(folder / name) && fs::exists(gz_of(folder / name))) {
-      require_zlib("gunzip " + gz_of(folder / name).string());
-      out.push_back(convert(gz_of(folder / name), folder / name, false));
+    if (stored_records_file(folder / name) != folder / name) {
+      require_zlib("gunzip " + packed_path(folder / name).string());
+      out.push_back(convert(packed_path(folder / name), folder / name, false));
     }
   return out;
 }
 
 bool is_packed(const fs::path& folder) {
   for (const char* name : kPackedFiles)
-    if (!fs::exists(folder / name) && fs::exists(gz_of(folder / name))) return true;
+    if (stored_records_file(folder / name) != folder / name) return true;
   return false;
 }
 

@@ -20,6 +20,7 @@
 #include "harness/error.h"
 #include "harness/jit.h"
 #include "harness/ncu_profile.h"
+#include "harness/pack.h"
 #include "harness/nvtx.h"
 #include "harness/records.h"
 #include "harness/runner.h"
@@ -310,6 +311,9 @@ int profile_targets(const std::vector<ProfileTarget>& targets, const ProfileOpti
   const json summary = json::parse(read_text(o.folder / "summary.json"), nullptr, false);
   if (summary.is_object() && summary.contains("device")) common["device"] = summary["device"].value("name", "");
   if (!o.quiet) log << "profiling " << targets.size() << " candidates with " << ncu << "\n";
+  // Profiles are appended to the plain profiles.jsonl: a packed run is unpacked first.
+  if (is_packed(o.folder))
+    log << "profile: " << o.folder.string() << " was packed: unpacked " << describe_converted(unpack_run(o.folder)) << "\n";
   RecordWriter out(o.folder / "profiles.jsonl");
   int ok = 0;
   for (size_t i = 0; i < targets.size();) {

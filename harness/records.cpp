@@ -108,12 +108,12 @@ ReadResult parse_record_lines(std::istream& in, const std::filesystem::path& whe
   return out;
 }
 
-std::filesystem::path gz_path(const std::filesystem::path& path) { return path.string() + ".gz"; }
-
 }  // namespace
 
+std::filesystem::path packed_path(const std::filesystem::path& path) { return path.string() + ".gz"; }
+
 std::filesystem::path stored_records_file(const std::filesystem::path& path) {
-  const auto gz = gz_path(path);
+  const auto gz = packed_path(path);
   return !std::filesystem::exists(path) && std::filesystem::exists(gz) ? gz : path;
 }
 
@@ -130,7 +130,7 @@ ReadResult read_records(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (in) return parse_record_lines(in, path);
   if (std::filesystem::exists(path)) throw InputError(path.string() + ": cannot be read");
-  throw InputError(path.string() + ": not found, nor " + gz_path(path).filename().string() + " (not a run folder?)");
+  throw InputError(path.string() + ": not found, nor " + packed_path(path).filename().string() + " (not a run folder?)");
 }
 
 ReadResult RecordFollower::read_new() {

@@ -55,6 +55,8 @@ struct ReadResult {
 // Reads every complete record; a torn last line (a crash mid-write) is reported, not fatal. Where `path`
 // is missing but `path`.gz is there (a packed run folder, see harness/pack.h), reads that.
 ReadResult read_records(const std::filesystem::path& path);
+// `path`.gz: where a packed run folder keeps `path` (harness/pack.h).
+std::filesystem::path packed_path(const std::filesystem::path& path);
 // The file that holds `path`'s lines: `path`, or `path`.gz when only that is there. Readers take the
 // plain file when both are.
 std::filesystem::path stored_records_file(const std::filesystem::path& path);

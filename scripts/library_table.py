@@ -11,12 +11,12 @@ import gzip
 import json
 import os
 
+from convtune_plots.load import stored_jsonl
+
 
 def read_records(run):
     """The records of run's records.jsonl, or of records.jsonl.gz when the run is packed (convtune pack)."""
-    path = os.path.join(run, "records.jsonl")
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"
+    path = stored_jsonl(os.path.join(run, "records.jsonl"))
     with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
         for line in f:
             line = line.strip()

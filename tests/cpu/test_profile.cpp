@@ -12,6 +12,7 @@
 
 #include "harness/error.h"
 #include "harness/ncu_profile.h"
+#include "harness/pack.h"
 #include "harness/profile.h"
 #include "harness/records.h"
 
@@ -188,4 +189,28 @@ TEST(Profile, AHungProfilerIsKilledAndItsCandidatesRecordedAsFailed) {
   EXPECT_EQ(profiles[0]["status"], "failed");
   EXPECT_NE(profiles[0]["reason"].get<std::string>().find("ran past 1 s"), std::string::npos) << profiles[0].dump();
   EXPECT_EQ(profiles[0]["ncu"]["version"], "2025.3.1.0");
+}
+
+// Profiles are appended to the plain profiles.jsonl: a packed run is unpacked first, its earlier
+// profiles kept, and the log says so.
+TEST(Profile, APackedRunIsUnpackedBeforeItsProfilesGrow) {
+#ifndef CONVTUNE_HAVE_ZLIB
+  GTEST_SKIP() << "built without zlib";
+#endif
+  FakeProfiler f("packed", "echo '==PROF== Connected to process'; sleep 30");
+  f.options.timeout_s = 1;
+  f.options.quiet = false;
+  std::ofstream(f.dir / "run/records.jsonl") << f.targets[0].record.dump() << "\n";
+  json earlier = {{"problem_key", "conv2d/h=64,r=1,w=64"}, {"candidate", "conv2d.naive"}, {"status", "ok"}};
+  std::ofstream(f.dir / "run/profiles.jsonl") << earlier.dump() << "\n";
+  ASSERT_EQ(pack_run(f.dir / "run").size(), 2u);
+  std::ostringstream log;
+  EXPECT_EQ(profile_targets(f.targets, f.options, log), 0);
+  EXPECT_NE(log.str().find("was packed: unpacked records.jsonl"), std::string::npos) << log.str();
+  EXPECT_FALSE(fs::exists(f.dir / "run/profiles.jsonl.gz"));
+  EXPECT_FALSE(fs::exists(f.dir / "run/records.jsonl.gz"));
+  const auto profiles = read_records(f.dir / "run/profiles.jsonl").records;
+  ASSERT_EQ(profiles.size(), 2u);
+  EXPECT_EQ(profiles[0]["candidate"], "conv2d.naive");
+  EXPECT_EQ(profiles[1]["status"], "failed");
 }
