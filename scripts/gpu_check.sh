@@ -3,7 +3,7 @@
 # search strategies, export the dispatch table, benchmark it, and pack everything under $OUT.
 # Usage: bash scripts/gpu_check.sh [spec|none] [strategies...]
 # TESTS=0 skips the GPU tests, SANITIZE=0 the compute-sanitizer runs (SMOKES="sweeps/smoke1d.json" picks them),
-# SWEEP_TIMEOUT (s, default 420) bounds each sweep, EXHAUSTIVE=0 runs only the strategies; spec "none" stops after the tests.
+# SWEEP_TIMEOUT (s, default 420) bounds each sweep, BENCH_MIN_TIME (default 0.2s) is the dispatch benchmark's time per case, EXHAUSTIVE=0 runs only the strategies; spec "none" stops after the tests.
 set -uo pipefail
 spec=${1:-sweeps/default.json}
 shift || true
@@ -45,7 +45,7 @@ for st in "${strategies[@]}"; do
 done
 run=$(ls -d /tmp/results/*/"$(basename "$spec" .json)"-2* /tmp/results/*/* 2>/dev/null | head -1)
 ./build/convtune export "$run" >>"$out/export.log" 2>&1 && echo "exported $run/dispatch.json"
-[ -x build/convtune_bench ] && timeout 120 ./build/convtune_bench "$run/dispatch.json" --benchmark_min_time=0.2s \
+[ -x build/convtune_bench ] && timeout 120 ./build/convtune_bench "$run/dispatch.json" --benchmark_min_time="${BENCH_MIN_TIME:-0.2s}" \
   --benchmark_out="$run/bench.json" --benchmark_out_format=json >"$out/bench.log" 2>&1; echo "bench rc=$?"
 for r in /tmp/results/*/*; do echo "== $(basename "$r"): $(python3 -c "import json; s=json.load(open('$r/summary.json')); print(s.get('counts'), 'wall', round(s.get('measure_wall_s',0),1), 's, jit', s.get('jit'))")"; done
 cp /tmp/convtune-gpu-test-*/log "$out/fault-sweep.log" 2>/dev/null

@@ -304,16 +304,18 @@ int main(int argc, char** argv) {
                        "config": {"block_x": 32, "block_y": 8}, "alternates": [
                        {"variant": "conv2d.constant", "config": {"block_x": 32, "block_y": 8}},
                        {"variant": "conv2d.cudnn", "config": {"algo": "no_such_algo"}},
-                       {"variant": "conv2d.constant", "config": {"block_x": 16, "block_y": 4}}]}],
+                       {"variant": "conv2d.constant", "config": {"block_x": 16, "block_y": 4}},
+                       {"variant": "conv2d.constant", "config": {"block_x": 64, "block_y": 4}}]}],
                        "fallback": {"defaults": {}}})";
   convtune_runtime::Conv2d tuned(table.string(), h, w, r, true);
   check(tuned.rule() == "nearest" && tuned.candidate() == "conv2d.naive[block_x=32,block_y=8]",
         "tune_unseen: the nearest entry's choice before the first run, got " + tuned.candidate());
   verify(tuned, 1e-3);
   check(tuned.rule() == "tuned", "tune_unseen: rule tuned after the first run, got " + tuned.rule());
-  // The shortlist takes an entry's choice and its first two alternates: never the third.
+  // The shortlist takes an entry's choice and its first kShortlistPerEntry - 1 = 3 alternates: never the fourth.
   check(tuned.candidate() == "conv2d.naive[block_x=32,block_y=8]" ||
-            tuned.candidate() == "conv2d.constant[block_x=32,block_y=8]",
+            tuned.candidate() == "conv2d.constant[block_x=32,block_y=8]" ||
+            tuned.candidate() == "conv2d.constant[block_x=16,block_y=4]",
         "tune_unseen keeps a shortlisted candidate, got " + tuned.candidate());
   convtune_runtime::Conv2d untuned(table.string(), h, w, r);
   verify(untuned, 1e-3);
