@@ -578,8 +578,37 @@ RunTable read_run_table(const std::filesystem::path& run_folder) {
   return t;
 }
 
-void export_run(const std::filesystem::path& run_folder) {
-  const RunTable t = read_run_table(run_folder);
+namespace {
+
+std::string device_name(const json& summary) {
+  return summary.is_object() ? summary.value("device", json::object()).value("name", "") : "";
+}
+
+// The run's table chosen over it and its repeats, which must be runs on its GPU model.
+json dispatch_over_repeats(const std::filesystem::path& run_folder, const RunTable& run,
+                           const std::vector<std::filesystem::path>& repeats) {
+  std::vector<std::vector<json>> records{run.records};
+  json sources = json::array();
+  for (const auto& folder : repeats) {
+    RunTable r = read_run_table(folder);
+    if (device_name(r.summary) != device_name(run.summary))
+      throw InputError("export --repeat " + folder.string() + ": device.name is '" + device_name(r.summary) +
+                       "'; allowed: '" + device_name(run.summary) + "', the GPU model of " + run_folder.string());
+    sources.push_back({{"run", folder.string()},
+                       {"started", r.summary.value("started", json())},
+                       {"git_sha", r.summary.value("git_sha", json())}});
+    records.push_back(std::move(r.records));
+  }
+  json d = make_dispatch(run.summary, combine_repeats(records));
+  d["repeats"] = sources;
+  return d;
+}
+
+}  // namespace
+
+void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats) {
+  RunTable t = read_run_table(run_folder);
+  if (!repeats.empty()) t.dispatch = dispatch_over_repeats(run_folder, t, repeats);
   write_json_atomically(run_folder / "dispatch.json", t.dispatch);
   write_text_atomically(run_folder / "convtune_dispatch.h", make_header(t.dispatch));
   write_json_atomically(run_folder / "t4.json", make_t4(t.summary, t.records));

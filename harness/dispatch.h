@@ -42,8 +42,11 @@ struct RunTable {
 RunTable read_run_table(const std::filesystem::path& run_folder);
 
 // Reads <run_folder>/summary.json and records.jsonl, writes dispatch.json, convtune_dispatch.h and
-// t4.json next to them (each atomically). Torn record lines are reported on stderr. Throws InputError.
-void export_run(const std::filesystem::path& run_folder);
+// t4.json next to them (each atomically). With repeats (other runs on the same GPU model, such as the
+// same spec measured again), the table is chosen from combine_repeats() of the run and its repeats, so
+// each choice is fast in all of them, and lists them under "repeats"; t4.json stays the run's own
+// records. Torn record lines are reported on stderr. Throws InputError.
+void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats = {});
 
 // The dispatch choice for a problem: rule "exact", "nearest" (same family, nearest shape among
 // compatible entries, else among all of the family) or "default" (the family's safe default).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace convtune {
 
@@ -53,6 +54,66 @@ std::vector<Choice> select_best(const std::vector<json>& records) {
       }
     out.push_back(std::move(c));
   }
+  return out;
+}
+
+namespace {
+
+bool is_full(const json& r) { return r.value("fidelity", "full") != "brief"; }
+
+// A run's latest record of each candidate of each problem (a resumed run appends; the later wins), full
+// fidelity preferred.
+using RunIndex = std::map<std::string, std::map<std::string, const json*>>;
+RunIndex index_run(const std::vector<json>& records) {
+  RunIndex idx;
+  for (const json& r : records) {
+    if (!r.contains("problem_key") || !r.contains("candidate")) continue;
+    const json*& slot = idx[r["problem_key"].get<std::string>()][r["candidate"].get<std::string>()];
+    if (slot == nullptr || is_full(r) || !is_full(*slot)) slot = &r;
+  }
+  return idx;
+}
+
+}  // namespace
+
+std::vector<json> combine_repeats(const std::vector<std::vector<json>>& runs) {
+  std::vector<RunIndex> idx;
+  for (const auto& records : runs) idx.push_back(index_run(records));
+  std::map<std::string, std::set<std::string>> candidates;  // problem -> every candidate any run measured
+  for (const RunIndex& run : idx)
+    for (const auto& [problem, recs] : run)
+      for (const auto& [name, r] : recs) candidates[problem].insert(name);
+  std::vector<json> out;
+  for (const auto& [problem, names] : candidates)
+    for (const std::string& name : names) {
+      const json* slowest = nullptr;
+      const json* failed = nullptr;
+      json medians = json::array();
+      bool complete = true;
+      for (const RunIndex& run : idx) {
+        const auto p = run.find(problem);
+        if (p == run.end()) continue;  // this run did not measure the problem
+        const auto c = p->second.find(name);
+        if (c == p->second.end() || !is_full(*c->second)) {
+          complete = false;
+          continue;
+        }
+        const json& r = *c->second;
+        if (r.value("status", "") != "ok" || !r.contains("time")) {
+          if (failed == nullptr) failed = &r;
+          continue;
+        }
+        medians.push_back(median_ms(r));
+        if (slowest == nullptr || median_ms(r) > median_ms(*slowest)) slowest = &r;
+      }
+      if (failed != nullptr) {
+        out.push_back(*failed);
+      } else if (complete && slowest != nullptr) {
+        json r = *slowest;
+        r["repeats"] = {{"runs", medians.size()}, {"median_ms", medians}};
+        out.push_back(std::move(r));
+      }
+    }
   return out;
 }
 

@@ -33,4 +33,11 @@ double noise_threshold(const json& a, const json& b);
 // complexity, then fastest). Records of any other status are never chosen.
 std::vector<Choice> select_best(const std::vector<json>& records);
 
+// The records of several runs on one GPU model as one set for select_best, so that a choice is fast in
+// every run (a library whose time moves from run to run is judged by its slowest): per problem, over the
+// runs that measured it, a candidate's record is its slowest run's ok record, with every run's median
+// under "repeats"; a candidate that failed in one of them keeps that failed record (never chosen); one
+// missing from one of them (or measured there at brief fidelity only) is left out.
+std::vector<json> combine_repeats(const std::vector<std::vector<json>>& runs);
+
 }  // namespace convtune

@@ -12,6 +12,7 @@
 #include "harness/family.h"
 #include "harness/error.h"
 #include "harness/records.h"
+#include "harness/select.h"
 #include "harness/sweep.h"
 
 using namespace convtune;
@@ -441,4 +442,72 @@ TEST(Dispatch, TuningShortlistTakesTheNearestEntriesAndTheirAlternates) {
   EXPECT_EQ(tuning_shortlist(bare, conv2d(640, 480, 2)), (std::vector<json>{{{"variant", "conv2d.constant"},
                                                                                {"config", kBlock},
                                                                                {"candidate", constant}}}));
+}
+
+TEST(Repeats, EachCandidateKeepsItsSlowestRunAndAFailureAnywhereRulesItOut) {
+  const Problem p = conv2d(1024, 1024, 3), only_a = conv2d(512, 512, 1);
+  const std::vector<json> a = {record(p, "conv2d.register_tiled", kTiledA, "ok", 0.020, 4),
+                               record(p, "conv2d.cudnn", kAlgo, "ok", 0.016, 1, true),
+                               record(p, "conv2d.constant", kBlock, "ok", 0.010, 1),
+                               record(p, "conv2d.naive", kBlock, "ok", 0.030, 0),
+                               record(only_a, "conv2d.naive", kBlock, "ok", 0.004, 0)};
+  const std::vector<json> b = {record(p, "conv2d.register_tiled", kTiledA, "ok", 0.021, 4),
+                               record(p, "conv2d.cudnn", kAlgo, "ok", 0.026, 1, true),  // the library moved
+                               record(p, "conv2d.constant", kBlock, "wrong_result", 0.010, 1)};
+  const std::vector<json> both = combine_repeats({a, b});
+  std::map<std::string, json> by;
+  for (const json& r : both) by[r["problem_key"].get<std::string>() + " " + r["candidate"].get<std::string>()] = r;
+  const std::string k = p.key() + " ";
+  ASSERT_EQ(by.size(), 4u) << "naive on p is missing from run b, so it is left out";
+  EXPECT_DOUBLE_EQ(by.at(k + candidate_name("conv2d.cudnn", kAlgo))["time"]["median_ms"].get<double>(), 0.026);
+  EXPECT_EQ(by.at(k + candidate_name("conv2d.cudnn", kAlgo))["repeats"]["median_ms"], json({0.016, 0.026}));
+  EXPECT_DOUBLE_EQ(by.at(k + candidate_name("conv2d.register_tiled", kTiledA))["time"]["median_ms"].get<double>(), 0.021);
+  EXPECT_EQ(by.at(k + candidate_name("conv2d.constant", kBlock))["status"], "wrong_result");
+  // A problem only run a measured keeps its records.
+  EXPECT_DOUBLE_EQ(by.at(only_a.key() + " " + candidate_name("conv2d.naive", kBlock))["time"]["median_ms"].get<double>(), 0.004);
+
+  // Run a alone picks the fast-in-a candidate (constant), a and b together the one fast in both.
+  const json alone = make_dispatch(kSummary, a), together = make_dispatch(kSummary, both);
+  EXPECT_EQ(entry_for(alone, p.key())["variant"], "conv2d.constant");
+  EXPECT_EQ(entry_for(together, p.key())["variant"], "conv2d.register_tiled");
+  EXPECT_EQ(entry_for(together, p.key())["runner_up"]["candidate"], candidate_name("conv2d.cudnn", kAlgo));
+}
+
+TEST(Repeats, ExportTakesRepeatsOfTheSameGpuModelOnly) {
+  const Problem p = conv2d(1024, 1024, 3);
+  auto write_run = [](const fs::path& dir, const json& summary, const std::vector<json>& recs) {
+    write_json_atomically(dir / "summary.json", summary);
+    std::string lines;
+    for (const auto& r : recs) lines += r.dump() + "\n";
+    write_file(dir / "records.jsonl", lines);
+  };
+  TempDir run("_a"), repeat("_b"), other("_c");
+  write_run(run.path, kSummary, {record(p, "conv2d.register_tiled", kTiledA, "ok", 0.020, 4),
+                                 record(p, "conv2d.cudnn", kAlgo, "ok", 0.016, 1, true)});
+  write_run(repeat.path, kSummary, {record(p, "conv2d.register_tiled", kTiledA, "ok", 0.020, 4),
+                                    record(p, "conv2d.cudnn", kAlgo, "ok", 0.030, 1, true)});
+  json a100 = kSummary;
+  a100["device"]["name"] = "NVIDIA A100-SXM4-80GB";
+  write_run(other.path, a100, {record(p, "conv2d.cudnn", kAlgo, "ok", 0.016, 1, true)});
+
+  export_run(run.path);
+  EXPECT_EQ(entry_for(read_json(run.path / "dispatch.json"), p.key())["variant"], "conv2d.cudnn");
+  EXPECT_FALSE(read_json(run.path / "dispatch.json").contains("repeats"));
+  export_run(run.path, {repeat.path});
+  const json d = read_json(run.path / "dispatch.json");
+  EXPECT_EQ(entry_for(d, p.key())["variant"], "conv2d.register_tiled");
+  ASSERT_EQ(d["repeats"].size(), 1u);
+  EXPECT_EQ(d["repeats"][0]["run"], repeat.path.string());
+  EXPECT_EQ(read_file(run.path / "convtune_dispatch.h"), make_header(d));
+
+  // Another GPU model: an error naming the field and the allowed value; the table already written stays.
+  try {
+    export_run(run.path, {other.path});
+    FAIL() << "a repeat on another GPU model must be refused";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("device.name"), std::string::npos) << what;
+    EXPECT_NE(what.find("NVIDIA H100 80GB HBM3"), std::string::npos) << what;
+  }
+  EXPECT_EQ(read_json(run.path / "dispatch.json"), d);
 }
