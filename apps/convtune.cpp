@@ -609,8 +609,8 @@ int main(int argc, char** argv) {
   exp->add_option("-o,--output", export_out, "where a fleet table goes (several runs)");
   std::vector<std::string> export_repeats;
   exp->add_option("--repeat", export_repeats,
-                  "another run on the same GPU model (the spec measured again); the table then takes each "
-                  "candidate's slowest run, so a choice is fast in every run (repeatable)");
+                  "another run on the GPU model of a run given (the spec measured again): that model's table "
+                  "then takes each candidate's slowest run, so a choice is fast in every run (repeatable)");
 
   std::string check_table, check_run;
   auto* check = app.add_subcommand("check-dispatch", "a dispatch table's choices on the problems of another run "
@@ -666,11 +666,10 @@ int main(int argc, char** argv) {
     if (*exp) {
       const bool fleet = export_runs.size() > 1 || !export_out.empty();
       if (fleet && export_out.empty()) throw InputError("export: several runs make a fleet table: give -o <folder>");
-      if (fleet && !export_repeats.empty())
-        throw InputError("export: --repeat goes with one run; a fleet table takes one run per GPU model");
       std::vector<std::filesystem::path> runs(export_runs.begin(), export_runs.end());
-      if (fleet) export_fleet(runs, export_out);
-      else export_run(runs.front(), {export_repeats.begin(), export_repeats.end()});
+      const std::vector<std::filesystem::path> repeats(export_repeats.begin(), export_repeats.end());
+      if (fleet) export_fleet(runs, export_out, repeats);
+      else export_run(runs.front(), repeats);
       const std::filesystem::path where = fleet ? std::filesystem::path(export_out) : runs.front();
       std::cout << (where / "dispatch.json").string() << "\n" << (where / "convtune_dispatch.h").string() << "\n";
       return 0;

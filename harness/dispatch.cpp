@@ -578,13 +578,10 @@ RunTable read_run_table(const std::filesystem::path& run_folder) {
   return t;
 }
 
-namespace {
-
 std::string device_name(const json& summary) {
   return summary.is_object() ? summary.value("device", json::object()).value("name", "") : "";
 }
 
-// The run's table chosen over it and its repeats, which must be runs on its GPU model.
 json dispatch_over_repeats(const std::filesystem::path& run_folder, const RunTable& run,
                            const std::vector<std::filesystem::path>& repeats) {
   std::vector<std::vector<json>> records{run.records};
@@ -603,8 +600,6 @@ json dispatch_over_repeats(const std::filesystem::path& run_folder, const RunTab
   d["repeats"] = sources;
   return d;
 }
-
-}  // namespace
 
 void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats) {
   RunTable t = read_run_table(run_folder);

@@ -47,6 +47,12 @@ RunTable read_run_table(const std::filesystem::path& run_folder);
 // each choice is fast in all of them, and lists them under "repeats"; t4.json stays the run's own
 // records. Torn record lines are reported on stderr. Throws InputError.
 void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats = {});
+// The table of `run` (read from run_folder) chosen over it and its repeats, listed under "repeats".
+// Throws InputError naming device.name when a repeat is of another GPU model.
+json dispatch_over_repeats(const std::filesystem::path& run_folder, const RunTable& run,
+                           const std::vector<std::filesystem::path>& repeats);
+// A run's GPU model (summary.json's device.name), "" when absent.
+std::string device_name(const json& summary);
 
 // The dispatch choice for a problem: rule "exact", "nearest" (same family, nearest shape among
 // compatible entries, else among all of the family) or "default" (the family's safe default).

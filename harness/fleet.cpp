@@ -50,11 +50,26 @@ DeviceLookup lookup_on_device(const json& dispatch, const std::string& device_na
   return {lookup(pick.table, p), pick.rule, device_field(pick.table, "name"), tuning_shortlist(pick.table, p)};
 }
 
-void export_fleet(const std::vector<fs::path>& runs, const fs::path& out) {
+void export_fleet(const std::vector<fs::path>& runs, const fs::path& out, const std::vector<fs::path>& repeats) {
+  std::vector<RunTable> read;
+  for (const auto& run : runs) read.push_back(read_run_table(run));
+  std::vector<std::vector<fs::path>> repeats_of(runs.size());
+  for (const auto& repeat : repeats) {
+    const std::string model = device_name(read_json(repeat / "summary.json"));
+    std::string models;
+    size_t i = 0;
+    for (; i < runs.size() && device_name(read[i].summary) != model; ++i)
+      models += (models.empty() ? "'" : ", '") + device_name(read[i].summary) + "'";
+    if (i == runs.size())
+      throw InputError("export --repeat " + repeat.string() + ": device.name is '" + model +
+                       "'; allowed: the GPU models of the runs, " + models);
+    repeats_of[i].push_back(repeat);
+  }
   std::vector<json> tables;
-  for (const auto& run : runs) {
-    RunTable t = read_run_table(run);
-    t.dispatch["source"] = {{"run", run.string()}, {"started", t.summary.value("started", json())}};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    RunTable& t = read[i];
+    if (!repeats_of[i].empty()) t.dispatch = dispatch_over_repeats(runs[i], t, repeats_of[i]);
+    t.dispatch["source"] = {{"run", runs[i].string()}, {"started", t.summary.value("started", json())}};
     tables.push_back(std::move(t.dispatch));
   }
   const json fleet = make_fleet(tables);

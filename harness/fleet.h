@@ -38,6 +38,9 @@ DeviceLookup lookup_on_device(const json& dispatch, const std::string& device_na
                               const std::string& compute_capability, const Problem& p);
 
 // `convtune export <run> <run>... -o <folder>`: dispatch.json (a fleet) and convtune_dispatch.h there.
-void export_fleet(const std::vector<std::filesystem::path>& runs, const std::filesystem::path& out);
+// Each repeat joins the run of its GPU model (device.name), whose table is then chosen over both
+// (dispatch_over_repeats); a repeat of a model no run has is an InputError naming device.name.
+void export_fleet(const std::vector<std::filesystem::path>& runs, const std::filesystem::path& out,
+                  const std::vector<std::filesystem::path>& repeats = {});
 
 }  // namespace convtune

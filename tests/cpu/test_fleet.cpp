@@ -124,3 +124,54 @@ TEST(Fleet, ExportsShippedRunsOfTwoModelsAndRefusesTheSameModelTwice) {
   EXPECT_THROW(export_fleet({kH100Run, kH100Run}, dir / "twice"), InputError);
   fs::remove_all(dir);
 }
+
+TEST(Fleet, RepeatsJoinTheRunOfTheirModel) {
+  const fs::path dir = temp("repeats");
+  const json summary = read_json(kH100Run / "summary.json");
+  const std::vector<json> records = read_records(kH100Run / "records.jsonl").records;
+  const json h100 = make_dispatch(summary, records);
+  const json& first = h100["entries"][0];
+  // An H100 repeat where the first shape's chosen candidate ran at 10x its time, and an H200 run.
+  std::vector<json> slower = records;
+  for (json& r : slower)
+    if (r["problem_key"] == first["problem_key"] && r["candidate"] == first["candidate"] && r.contains("time"))
+      r["time"]["median_ms"] = 10 * r["time"]["median_ms"].get<double>();
+  auto write_run = [&](const fs::path& d, const std::string& name, const std::vector<json>& recs) {
+    fs::create_directories(d);
+    json s = summary;
+    s["device"]["name"] = name;
+    write_json_atomically(d / "summary.json", s);
+    std::string lines;
+    for (const json& r : recs) lines += r.dump() + "\n";
+    std::ofstream(d / "records.jsonl") << lines;
+  };
+  write_run(dir / "h100b", summary["device"]["name"], slower);
+  write_run(dir / "h200", "NVIDIA H200", records);
+  write_run(dir / "a100", "NVIDIA A100-SXM4-80GB", records);
+
+  export_fleet({kH100Run, dir / "h200"}, dir / "fleet", {dir / "h100b"});
+  const json f = read_json(dir / "fleet/dispatch.json");
+  ASSERT_EQ(f["tables"].size(), 2u);
+  const json& t = f["tables"][0];
+  ASSERT_EQ(t["repeats"].size(), 1u);
+  EXPECT_EQ(t["repeats"][0]["run"], (dir / "h100b").string());
+  EXPECT_FALSE(f["tables"][1].contains("repeats"));
+  int found = 0;
+  for (const json& e : t["entries"])
+    if (e["problem_key"] == first["problem_key"]) {
+      ++found;
+      EXPECT_NE(e["candidate"], first["candidate"]) << "slow in the repeat: no longer the choice";
+    }
+  EXPECT_EQ(found, 1);
+  // A repeat of a model no run has: refused, naming the field and the models there are.
+  try {
+    export_fleet({kH100Run, dir / "h200"}, dir / "fleet2", {dir / "a100"});
+    FAIL() << "a repeat of a model no run has must be refused";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("device.name"), std::string::npos) << what;
+    EXPECT_NE(what.find("NVIDIA H200"), std::string::npos) << what;
+  }
+  EXPECT_FALSE(fs::exists(dir / "fleet2/dispatch.json"));
+  fs::remove_all(dir);
+}
