@@ -610,7 +610,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> export_repeats;
   exp->add_option("--repeat", export_repeats,
                   "another run on the GPU model of a run given (the spec measured again): that model's table "
-                  "then takes each candidate's slowest run, so a choice is fast in every run (repeatable)");
+                  "then takes each candidate's slowest run, so a choice is fast in every run (repeatable)")
+      ->allow_extra_args(false);
 
   std::string check_table, check_run;
   auto* check = app.add_subcommand("check-dispatch", "a dispatch table's choices on the problems of another run "

@@ -209,6 +209,7 @@ json make_dispatch(const json& summary, const std::vector<json>& records) {
       e["margin"] = round6(c.margin);
     }
     e["ties"] = c.ties.size();
+    if (b.contains("repeats")) e["repeats"] = b["repeats"];  // a table over repeated runs: each run's median
     // The fastest config of each library variant, for benchmarks beside the choice (convtune_bench).
     json baselines = json::array();
     for (const auto& [variant, rec] : c.best_per_variant)
@@ -586,7 +587,12 @@ json dispatch_over_repeats(const std::filesystem::path& run_folder, const RunTab
                            const std::vector<std::filesystem::path>& repeats) {
   std::vector<std::vector<json>> records{run.records};
   json sources = json::array();
+  if (device_name(run.summary).empty())
+    throw InputError("export --repeat: " + run_folder.string() + "/summary.json has no device.name, so its repeats "
+                     "cannot be checked to be of its GPU model");
   for (const auto& folder : repeats) {
+    if (std::filesystem::equivalent(folder, run_folder))
+      throw InputError("export --repeat " + folder.string() + ": the run itself; allowed: other runs of its GPU model");
     RunTable r = read_run_table(folder);
     if (device_name(r.summary) != device_name(run.summary))
       throw InputError("export --repeat " + folder.string() + ": device.name is '" + device_name(r.summary) +

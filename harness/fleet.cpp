@@ -55,6 +55,7 @@ void export_fleet(const std::vector<fs::path>& runs, const fs::path& out, const 
   for (const auto& run : runs) read.push_back(read_run_table(run));
   std::vector<std::vector<fs::path>> repeats_of(runs.size());
   for (const auto& repeat : repeats) {
+    if (!fs::is_directory(repeat)) throw InputError("export --repeat " + repeat.string() + ": not a run folder (no such directory)");
     const std::string model = device_name(read_json(repeat / "summary.json"));
     std::string models;
     size_t i = 0;

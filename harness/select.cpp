@@ -13,18 +13,34 @@ double noise_threshold(const json& a, const json& b) {
   return std::max(0.01, 3.0 * std::hypot(rel_stderr(a), rel_stderr(b)));
 }
 
+namespace {
+
+bool is_full(const json& r) { return r.value("fidelity", "full") != "brief"; }
+bool is_usable(const json& r) { return r.value("status", "") == "ok" && r.contains("time"); }
+
+// A run's record of each candidate of each problem: the latest usable full-fidelity record (a resumed run
+// appends, and the later replaces the earlier), else the latest full-fidelity failure. Brief records
+// (search strategies' cheap first looks) are not read.
+using RunIndex = std::map<std::string, std::map<std::string, const json*>>;
+RunIndex index_run(const std::vector<json>& records) {
+  RunIndex idx;
+  for (const json& r : records) {
+    if (!is_full(r) || !r.contains("problem_key") || !r.contains("candidate")) continue;
+    const json*& slot = idx[r["problem_key"].get<std::string>()][r["candidate"].get<std::string>()];
+    if (slot == nullptr || is_usable(r) || !is_usable(*slot)) slot = &r;
+  }
+  return idx;
+}
+
+}  // namespace
+
 std::vector<Choice> select_best(const std::vector<json>& records) {
-  std::map<std::string, std::vector<const json*>> by_problem;
-  for (const auto& r : records)
-    if (r.value("status", "") == "ok" && r.contains("time") && r.value("fidelity", "full") != "brief")
-      by_problem[r["problem_key"].get<std::string>()].push_back(&r);
   std::vector<Choice> out;
-  for (auto& [key, recs] : by_problem) {
-    // Later records of one candidate (a resumed or repeated run) replace earlier ones.
-    std::map<std::string, const json*> latest;
-    for (const json* r : recs) latest[(*r)["candidate"].get<std::string>()] = r;
+  for (const auto& [key, latest] : index_run(records)) {
     std::vector<const json*> cands;
-    for (auto& [name, r] : latest) cands.push_back(r);
+    for (const auto& [name, r] : latest)
+      if (is_usable(*r)) cands.push_back(r);
+    if (cands.empty()) continue;
     std::sort(cands.begin(), cands.end(), [](const json* a, const json* b) { return median_ms(*a) < median_ms(*b); });
     const json& fastest = *cands.front();
     std::vector<const json*> close;
@@ -57,24 +73,6 @@ std::vector<Choice> select_best(const std::vector<json>& records) {
   return out;
 }
 
-namespace {
-
-bool is_full(const json& r) { return r.value("fidelity", "full") != "brief"; }
-
-// A run's latest record of each candidate of each problem (a resumed run appends; the later wins), full
-// fidelity preferred.
-using RunIndex = std::map<std::string, std::map<std::string, const json*>>;
-RunIndex index_run(const std::vector<json>& records) {
-  RunIndex idx;
-  for (const json& r : records) {
-    if (!r.contains("problem_key") || !r.contains("candidate")) continue;
-    const json*& slot = idx[r["problem_key"].get<std::string>()][r["candidate"].get<std::string>()];
-    if (slot == nullptr || is_full(r) || !is_full(*slot)) slot = &r;
-  }
-  return idx;
-}
-
-}  // namespace
 
 std::vector<json> combine_repeats(const std::vector<std::vector<json>>& runs) {
   std::vector<RunIndex> idx;
@@ -89,17 +87,11 @@ std::vector<json> combine_repeats(const std::vector<std::vector<json>>& runs) {
       const json* slowest = nullptr;
       const json* failed = nullptr;
       json medians = json::array();
-      bool complete = true;
       for (const RunIndex& run : idx) {
         const auto p = run.find(problem);
-        if (p == run.end()) continue;  // this run did not measure the problem
-        const auto c = p->second.find(name);
-        if (c == p->second.end() || !is_full(*c->second)) {
-          complete = false;
-          continue;
-        }
-        const json& r = *c->second;
-        if (r.value("status", "") != "ok" || !r.contains("time")) {
+        if (p == run.end() || !p->second.count(name)) continue;  // judged on the runs that measured it
+        const json& r = *p->second.at(name);
+        if (!is_usable(r)) {
           if (failed == nullptr) failed = &r;
           continue;
         }
@@ -108,7 +100,7 @@ std::vector<json> combine_repeats(const std::vector<std::vector<json>>& runs) {
       }
       if (failed != nullptr) {
         out.push_back(*failed);
-      } else if (complete && slowest != nullptr) {
+      } else {
         json r = *slowest;
         r["repeats"] = {{"runs", medians.size()}, {"median_ms", medians}};
         out.push_back(std::move(r));

@@ -34,10 +34,10 @@ double noise_threshold(const json& a, const json& b);
 std::vector<Choice> select_best(const std::vector<json>& records);
 
 // The records of several runs on one GPU model as one set for select_best, so that a choice is fast in
-// every run (a library whose time moves from run to run is judged by its slowest): per problem, over the
-// runs that measured it, a candidate's record is its slowest run's ok record, with every run's median
-// under "repeats"; a candidate that failed in one of them keeps that failed record (never chosen); one
-// missing from one of them (or measured there at brief fidelity only) is left out.
+// every run (a library whose time moves from run to run is judged by its slowest): per problem, a
+// candidate's record is its slowest run's, read as select_best reads a run, with every run's median under
+// "repeats"; one that failed in a run (no usable full-fidelity record there, only a failure) keeps that
+// failed record and is never chosen; one a run did not measure is judged on the runs that did.
 std::vector<json> combine_repeats(const std::vector<std::vector<json>>& runs);
 
 }  // namespace convtune

@@ -446,31 +446,50 @@ TEST(Dispatch, TuningShortlistTakesTheNearestEntriesAndTheirAlternates) {
 
 TEST(Repeats, EachCandidateKeepsItsSlowestRunAndAFailureAnywhereRulesItOut) {
   const Problem p = conv2d(1024, 1024, 3), only_a = conv2d(512, 512, 1);
-  const std::vector<json> a = {record(p, "conv2d.register_tiled", kTiledA, "ok", 0.020, 4),
+  const json kCoarse = {{"block_x", 32}, {"block_y", 4}, {"coarsen", 4}, {"direction", "x"}};
+  json brief = record(p, "conv2d.register_tiled", kTiledA, "ok", 0.5, 4);
+  brief["fidelity"] = "brief";
+  const std::vector<json> a = {record(p, "conv2d.register_tiled", kTiledA, "ok", 0.020, 4),  // its slower run
                                record(p, "conv2d.cudnn", kAlgo, "ok", 0.016, 1, true),
                                record(p, "conv2d.constant", kBlock, "ok", 0.010, 1),
-                               record(p, "conv2d.naive", kBlock, "ok", 0.030, 0),
+                               record(p, "conv2d.naive", kBlock, "ok", 0.090, 0),
+                               record(p, "conv2d.coarsened", kCoarse, "ok", 0.050, 2),
                                record(only_a, "conv2d.naive", kBlock, "ok", 0.004, 0)};
-  const std::vector<json> b = {record(p, "conv2d.register_tiled", kTiledA, "ok", 0.021, 4),
-                               record(p, "conv2d.cudnn", kAlgo, "ok", 0.026, 1, true),  // the library moved
-                               record(p, "conv2d.constant", kBlock, "wrong_result", 0.010, 1)};
+  const std::vector<json> b = {record(p, "conv2d.register_tiled", kTiledA, "ok", 0.019, 4),
+                               brief,                                                      // not read
+                               record(p, "conv2d.cudnn", kAlgo, "ok", 0.026, 1, true),     // the library moved
+                               record(p, "conv2d.constant", kBlock, "wrong_result", 0.010, 1),
+                               record(p, "conv2d.coarsened", kCoarse, "ok", 0.060, 2),
+                               record(p, "conv2d.coarsened", kCoarse, "runtime_error", 0, 2)};  // resumed: ok stands
   const std::vector<json> both = combine_repeats({a, b});
   std::map<std::string, json> by;
   for (const json& r : both) by[r["problem_key"].get<std::string>() + " " + r["candidate"].get<std::string>()] = r;
-  const std::string k = p.key() + " ";
-  ASSERT_EQ(by.size(), 4u) << "naive on p is missing from run b, so it is left out";
-  EXPECT_DOUBLE_EQ(by.at(k + candidate_name("conv2d.cudnn", kAlgo))["time"]["median_ms"].get<double>(), 0.026);
-  EXPECT_EQ(by.at(k + candidate_name("conv2d.cudnn", kAlgo))["repeats"]["median_ms"], json({0.016, 0.026}));
-  EXPECT_DOUBLE_EQ(by.at(k + candidate_name("conv2d.register_tiled", kTiledA))["time"]["median_ms"].get<double>(), 0.021);
-  EXPECT_EQ(by.at(k + candidate_name("conv2d.constant", kBlock))["status"], "wrong_result");
-  // A problem only run a measured keeps its records.
-  EXPECT_DOUBLE_EQ(by.at(only_a.key() + " " + candidate_name("conv2d.naive", kBlock))["time"]["median_ms"].get<double>(), 0.004);
+  const auto at = [&](const Problem& q, const std::string& v, const json& c) -> const json& {
+    return by.at(q.key() + " " + candidate_name(v, c));
+  };
+  ASSERT_EQ(by.size(), 6u);
+  EXPECT_DOUBLE_EQ(at(p, "conv2d.cudnn", kAlgo)["time"]["median_ms"].get<double>(), 0.026);
+  EXPECT_EQ(at(p, "conv2d.cudnn", kAlgo)["repeats"]["median_ms"], json({0.016, 0.026}));
+  EXPECT_DOUBLE_EQ(at(p, "conv2d.register_tiled", kTiledA)["time"]["median_ms"].get<double>(), 0.020);
+  EXPECT_EQ(at(p, "conv2d.register_tiled", kTiledA)["repeats"]["median_ms"], json({0.020, 0.019}));
+  EXPECT_EQ(at(p, "conv2d.constant", kBlock)["status"], "wrong_result");
+  EXPECT_DOUBLE_EQ(at(p, "conv2d.coarsened", kCoarse)["time"]["median_ms"].get<double>(), 0.060);
+  // Missing from run b: judged on run a, never dropped for it.
+  EXPECT_DOUBLE_EQ(at(p, "conv2d.naive", kBlock)["time"]["median_ms"].get<double>(), 0.090);
+  EXPECT_EQ(at(p, "conv2d.naive", kBlock)["repeats"]["runs"], 1);
+  EXPECT_DOUBLE_EQ(at(only_a, "conv2d.naive", kBlock)["time"]["median_ms"].get<double>(), 0.004);
 
   // Run a alone picks the fast-in-a candidate (constant), a and b together the one fast in both.
   const json alone = make_dispatch(kSummary, a), together = make_dispatch(kSummary, both);
   EXPECT_EQ(entry_for(alone, p.key())["variant"], "conv2d.constant");
-  EXPECT_EQ(entry_for(together, p.key())["variant"], "conv2d.register_tiled");
-  EXPECT_EQ(entry_for(together, p.key())["runner_up"]["candidate"], candidate_name("conv2d.cudnn", kAlgo));
+  EXPECT_FALSE(entry_for(alone, p.key()).contains("repeats"));
+  const json& e = entry_for(together, p.key());
+  EXPECT_EQ(e["variant"], "conv2d.register_tiled");
+  EXPECT_EQ(e["repeats"]["median_ms"], json({0.020, 0.019}));
+  EXPECT_EQ(e["runner_up"]["candidate"], candidate_name("conv2d.cudnn", kAlgo));
+  // One run read as select_best reads it: combining a run with nothing changes no choice.
+  EXPECT_EQ(make_dispatch(kSummary, combine_repeats({b}))["entries"][0]["candidate"],
+            make_dispatch(kSummary, b)["entries"][0]["candidate"]);
 }
 
 TEST(Repeats, ExportTakesRepeatsOfTheSameGpuModelOnly) {
@@ -510,4 +529,5 @@ TEST(Repeats, ExportTakesRepeatsOfTheSameGpuModelOnly) {
     EXPECT_NE(what.find("NVIDIA H100 80GB HBM3"), std::string::npos) << what;
   }
   EXPECT_EQ(read_json(run.path / "dispatch.json"), d);
+  EXPECT_THROW(export_run(run.path, {run.path}), InputError);  // a run is not its own repeat
 }
