@@ -563,44 +563,54 @@ json make_t4(const json& summary, const std::vector<json>& records) {
                         {"git_sha", s.value("git_sha", "")}}}};
 }
 
-RunTable read_run_table(const std::filesystem::path& run_folder) {
+RunTable read_run(const std::filesystem::path& run_folder) {
   if (!std::filesystem::is_directory(run_folder))
     throw InputError(run_folder.string() + ": not a run folder (no such directory)");
   RunTable t;
+  t.folder = run_folder;
   t.summary = read_json(run_folder / "summary.json");
   ReadResult rr = read_records(run_folder / "records.jsonl");
   for (const auto& p : rr.problems) std::cerr << "warning: skipped an unreadable record: " << p << "\n";
   t.records = std::move(rr.records);
-  try {
-    t.dispatch = make_dispatch(t.summary, t.records);
-  } catch (const InputError& e) {
-    throw InputError(stored_records_file(run_folder / "records.jsonl").string() + ": " + e.what());
-  }
   return t;
 }
 
-std::string device_name(const json& summary) {
-  return summary.is_object() ? summary.value("device", json::object()).value("name", "") : "";
+json run_dispatch(const RunTable& run) {
+  try {
+    return make_dispatch(run.summary, run.records);
+  } catch (const InputError& e) {
+    throw InputError(stored_records_file(run.folder / "records.jsonl").string() + ": " + e.what());
+  }
 }
 
-json dispatch_over_repeats(const std::filesystem::path& run_folder, const RunTable& run,
-                           const std::vector<std::filesystem::path>& repeats) {
+RunTable read_run_table(const std::filesystem::path& run_folder) {
+  RunTable t = read_run(run_folder);
+  t.dispatch = run_dispatch(t);
+  return t;
+}
+
+std::string device_field(const json& with_device, const char* key) {
+  const json dev = with_device.is_object() ? with_device.value("device", json::object()) : json::object();
+  return dev.is_object() ? dev.value(key, std::string()) : std::string();
+}
+
+json dispatch_over_repeats(const RunTable& run, const std::vector<RunTable>& repeats) {
+  const std::string model = device_field(run.summary, "name");
+  if (model.empty())
+    throw InputError("export --repeat: " + run.folder.string() + "/summary.json has no device.name, so its repeats "
+                     "cannot be checked to be of its GPU model");
   std::vector<std::vector<json>> records{run.records};
   json sources = json::array();
-  if (device_name(run.summary).empty())
-    throw InputError("export --repeat: " + run_folder.string() + "/summary.json has no device.name, so its repeats "
-                     "cannot be checked to be of its GPU model");
-  for (const auto& folder : repeats) {
-    if (std::filesystem::equivalent(folder, run_folder))
-      throw InputError("export --repeat " + folder.string() + ": the run itself; allowed: other runs of its GPU model");
-    RunTable r = read_run_table(folder);
-    if (device_name(r.summary) != device_name(run.summary))
-      throw InputError("export --repeat " + folder.string() + ": device.name is '" + device_name(r.summary) +
-                       "'; allowed: '" + device_name(run.summary) + "', the GPU model of " + run_folder.string());
-    sources.push_back({{"run", folder.string()},
+  for (const RunTable& r : repeats) {
+    if (std::filesystem::equivalent(r.folder, run.folder))
+      throw InputError("export --repeat " + r.folder.string() + ": the run itself; allowed: other runs of its GPU model");
+    if (device_field(r.summary, "name") != model)
+      throw InputError("export --repeat " + r.folder.string() + ": device.name is '" + device_field(r.summary, "name") +
+                       "'; allowed: '" + model + "', the GPU model of " + run.folder.string());
+    sources.push_back({{"run", r.folder.string()},
                        {"started", r.summary.value("started", json())},
                        {"git_sha", r.summary.value("git_sha", json())}});
-    records.push_back(std::move(r.records));
+    records.push_back(r.records);
   }
   json d = make_dispatch(run.summary, combine_repeats(records));
   d["repeats"] = sources;
@@ -608,8 +618,10 @@ json dispatch_over_repeats(const std::filesystem::path& run_folder, const RunTab
 }
 
 void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats) {
-  RunTable t = read_run_table(run_folder);
-  if (!repeats.empty()) t.dispatch = dispatch_over_repeats(run_folder, t, repeats);
+  RunTable t = read_run(run_folder);
+  std::vector<RunTable> read;
+  for (const auto& folder : repeats) read.push_back(read_run(folder));
+  t.dispatch = repeats.empty() ? run_dispatch(t) : dispatch_over_repeats(t, read);
   write_json_atomically(run_folder / "dispatch.json", t.dispatch);
   write_text_atomically(run_folder / "convtune_dispatch.h", make_header(t.dispatch));
   write_json_atomically(run_folder / "t4.json", make_t4(t.summary, t.records));

@@ -32,14 +32,18 @@ std::string make_fleet_header(const json& fleet);
 // invalidity "correct" for ok records, else timeout / compile / runtime / correctness / constraints.
 json make_t4(const json& summary, const std::vector<json>& records);
 
-// A run folder read for export: its summary, its records (torn lines reported on stderr) and its
-// dispatch table. Throws InputError naming the folder.
+// A run folder read for export: the folder, its summary and its records (torn lines reported on stderr);
+// read_run_table also makes its dispatch table. Throws InputError naming the folder.
 struct RunTable {
+  std::filesystem::path folder;
   json summary;
   std::vector<json> records;
   json dispatch;
 };
+RunTable read_run(const std::filesystem::path& run_folder);
 RunTable read_run_table(const std::filesystem::path& run_folder);
+// make_dispatch of a run read with read_run; when nothing is ok, the InputError names its records file.
+json run_dispatch(const RunTable& run);
 
 // Reads <run_folder>/summary.json and records.jsonl, writes dispatch.json, convtune_dispatch.h and
 // t4.json next to them (each atomically). With repeats (other runs on the same GPU model, such as the
@@ -47,12 +51,11 @@ RunTable read_run_table(const std::filesystem::path& run_folder);
 // each choice is fast in all of them, and lists them under "repeats"; t4.json stays the run's own
 // records. Torn record lines are reported on stderr. Throws InputError.
 void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats = {});
-// The table of `run` (read from run_folder) chosen over it and its repeats, listed under "repeats".
-// Throws InputError naming device.name when a repeat is of another GPU model.
-json dispatch_over_repeats(const std::filesystem::path& run_folder, const RunTable& run,
-                           const std::vector<std::filesystem::path>& repeats);
-// A run's GPU model (summary.json's device.name), "" when absent.
-std::string device_name(const json& summary);
+// The table of `run` chosen over it and its repeats (read with read_run), listed under "repeats".
+// Throws InputError naming device.name when a repeat is of another GPU model, or is the run itself.
+json dispatch_over_repeats(const RunTable& run, const std::vector<RunTable>& repeats);
+// A field of the "device" block of a run summary or a dispatch table ("" when absent); "name" is the GPU model.
+std::string device_field(const json& with_device, const char* key);
 
 // The dispatch choice for a problem: rule "exact", "nearest" (same family, nearest shape among
 // compatible entries, else among all of the family) or "default" (the family's safe default).

@@ -9,11 +9,6 @@ namespace fs = std::filesystem;
 
 bool is_fleet(const json& dispatch) { return dispatch.is_object() && dispatch.value("fleet", false); }
 
-static std::string device_field(const json& table, const char* key) {
-  const json dev = table.value("device", json::object());
-  return dev.is_object() ? dev.value(key, std::string()) : std::string();
-}
-
 json make_fleet(const std::vector<json>& tables) {
   if (tables.empty()) throw InputError("export: no tables for a fleet");
   for (size_t i = 0; i < tables.size(); ++i)
@@ -51,25 +46,25 @@ DeviceLookup lookup_on_device(const json& dispatch, const std::string& device_na
 }
 
 void export_fleet(const std::vector<fs::path>& runs, const fs::path& out, const std::vector<fs::path>& repeats) {
-  std::vector<RunTable> read;
-  for (const auto& run : runs) read.push_back(read_run_table(run));
-  std::vector<std::vector<fs::path>> repeats_of(runs.size());
-  for (const auto& repeat : repeats) {
-    if (!fs::is_directory(repeat)) throw InputError("export --repeat " + repeat.string() + ": not a run folder (no such directory)");
-    const std::string model = device_name(read_json(repeat / "summary.json"));
+  std::vector<RunTable> read, repeats_read;
+  for (const auto& run : runs) read.push_back(read_run(run));
+  for (const auto& repeat : repeats) repeats_read.push_back(read_run(repeat));
+  std::vector<std::vector<RunTable>> repeats_of(runs.size());
+  for (RunTable& repeat : repeats_read) {
+    const std::string model = device_field(repeat.summary, "name");
     std::string models;
     size_t i = 0;
-    for (; i < runs.size() && device_name(read[i].summary) != model; ++i)
-      models += (models.empty() ? "'" : ", '") + device_name(read[i].summary) + "'";
+    for (; i < runs.size() && device_field(read[i].summary, "name") != model; ++i)
+      models += (models.empty() ? "'" : ", '") + device_field(read[i].summary, "name") + "'";
     if (i == runs.size())
-      throw InputError("export --repeat " + repeat.string() + ": device.name is '" + model +
+      throw InputError("export --repeat " + repeat.folder.string() + ": device.name is '" + model +
                        "'; allowed: the GPU models of the runs, " + models);
-    repeats_of[i].push_back(repeat);
+    repeats_of[i].push_back(std::move(repeat));
   }
   std::vector<json> tables;
   for (size_t i = 0; i < runs.size(); ++i) {
     RunTable& t = read[i];
-    if (!repeats_of[i].empty()) t.dispatch = dispatch_over_repeats(runs[i], t, repeats_of[i]);
+    t.dispatch = repeats_of[i].empty() ? run_dispatch(t) : dispatch_over_repeats(t, repeats_of[i]);
     t.dispatch["source"] = {{"run", runs[i].string()}, {"started", t.summary.value("started", json())}};
     tables.push_back(std::move(t.dispatch));
   }

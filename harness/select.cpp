@@ -73,7 +73,6 @@ std::vector<Choice> select_best(const std::vector<json>& records) {
   return out;
 }
 
-
 std::vector<json> combine_repeats(const std::vector<std::vector<json>>& runs) {
   std::vector<RunIndex> idx;
   for (const auto& records : runs) idx.push_back(index_run(records));
