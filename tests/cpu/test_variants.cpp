@@ -2,8 +2,11 @@
 // seeds' formulas by hand, and the CPU reference.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "harness/family.h"
 #include "harness/variant.h"
+#include "variants/conv2d/spectral.h"
 
 using namespace convtune;
 
@@ -18,8 +21,8 @@ const Variant& get(const char* n) { return Registry::instance().get(n); }
 
 TEST(Variants, TheSeedStrategiesAndBaselinesAreRegistered) {
   for (const char* n : {"conv2d.naive", "conv2d.constant", "conv2d.coarsened", "conv2d.tiled_in",
-                        "conv2d.tiled_halo_l2", "conv2d.register_tiled", "conv2d.pipelined", "conv2d.cudnn",
-                        "conv2d.fft"})
+                        "conv2d.tiled_halo_l2", "conv2d.register_tiled", "conv2d.pipelined", "conv2d.spectral_tiled",
+                        "conv2d.spectral_rows", "conv2d.cudnn", "conv2d.fft"})
     EXPECT_NE(Registry::instance().find(n), nullptr) << n;
   EXPECT_TRUE(get("conv2d.cudnn").library());
   EXPECT_FALSE(get("conv2d.constant").library());
@@ -109,6 +112,42 @@ TEST(Variants, PipelinedCostCountsTheStripOnce) {
   // 1000 rows: 63 steps of 16 in 4 segments (16, 16, 16, 15 steps): 1008 staged rows and 4 x 6 halo rows.
   const Cost uneven = get("conv2d.pipelined").cost(conv2d(1000, 1024, 3), c);
   EXPECT_DOUBLE_EQ(uneven.bytes_model, 4.0 * (4 * (1008.0 + 24.0) * 264.0 + 1000.0 * 1024.0));
+}
+
+TEST(Variants, SpectralRowsSaysWhyItCannotRun) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = get("conv2d.spectral_rows");
+  const Config c = {{"ty", 16}, {"steps", 8}, {"regs", 128}};
+  EXPECT_TRUE(v.can_implement(conv2d(8192, 8192, 16), c, dev).ok);
+  EXPECT_NE(v.can_implement(conv2d(8192, 8192, 17), c, dev).reason.find("r = 17 > 16"), std::string::npos);
+  // The ring of 16 + 2r spectrum rows and 16 rows of sums, 576 B each, and the twiddles: 28 KB at r = 8,
+  // 21 KB at r = 2.
+  DeviceInfo small = dev;
+  small.max_smem_per_block_optin = 24 * 1024;
+  EXPECT_NE(v.can_implement(conv2d(8192, 8192, 8), c, small).reason.find("shared memory"), std::string::npos);
+  EXPECT_TRUE(v.can_implement(conv2d(8192, 8192, 2), c, small).ok);
+}
+
+TEST(Variants, SpectralRowsCostCountsEachSegmentsRows) {
+  // 1024^2, r = 3: tiles of 64 - 6 = 58 valid columns stepped by 56 from column -5 (3 - 8): 19 tiles,
+  // 10 pairs; 64 steps of 16 rows in segments of 8: 8 segments, each transforming 128 + 6 rows of two tiles.
+  const Cost c = get("conv2d.spectral_rows").cost(conv2d(1024, 1024, 3), {{"ty", 16}, {"steps", 8}, {"regs", 128}});
+  EXPECT_DOUBLE_EQ(c.bytes_model, 80.0 * (134.0 * 2 * 64 * 4 + 7.0 * 64 * 8) + 4.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 49 * 1024 * 1024);
+}
+
+TEST(Spectral, FilterRowSpectraAreEachRowsDft) {
+  // One tap, f(m0, k0 + r) = 2: row m0's spectrum is 2 exp(+2 pi i v k0 / n), every other row's is zero.
+  const int r = 2, n = 16, fw = 2 * r + 1, m0 = 3, k0 = -1;
+  std::vector<float> f(fw * fw, 0.0f);
+  f[m0 * fw + k0 + r] = 2.0f;
+  const auto rows = filter_row_spectra(f, r, n);
+  ASSERT_EQ(rows.size(), size_t(fw * n));
+  for (int m = 0; m < fw; ++m)
+    for (int v = 0; v < n; ++v) {
+      const std::complex<double> want = m == m0 ? std::polar(2.0, 2.0 * M_PI * v * k0 / n) : 0.0;
+      EXPECT_NEAR(std::abs(rows[size_t(m) * n + v] - want), 0.0, 1e-12) << "m " << m << " v " << v;
+    }
 }
 
 TEST(CpuReference, MatchesAHandComputedCorrelation) {

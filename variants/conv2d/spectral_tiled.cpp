@@ -1,54 +1,32 @@
 // Beyond the direct floor for large filters: tiled 2D overlap-save fused into one kernel
 // (kernels/conv2d_spectral_tiled.cuh). The filter's N x N spectrum is computed on the host in float64 in
-// bind (what an application does once per filter), so the timed kernel reads the image once (tiles
-// overlap by 2r, re-reads come from L2), transforms in shared memory and writes each output once.
-//
-// The spectrum: the kernel computes the circular convolution of a tile t with g, IFFT(FFT(t) * FFT(g)),
-// whose value at p is sum_q t(p - q) g(q). Placing g((-m) mod N, (-n) mod N) = f(m + r, n + r) makes it
-// sum_{m,n} t(p + (m, n)) f(m + r, n + r), the problem's cross-correlation, exact (no wrap) for
-// p in [r, N - r) on both axes: the V = N - 2r valid outputs a tile writes. So
-// FFT(g)(u, v) = sum_{m,n} f(m + r, n + r) exp(+2 pi i (u m + v n) / N), computed separably.
+// bind (spectral.h), so the timed kernel reads the image once (tiles overlap by 2r, re-reads come from
+// L2), transforms in shared memory and writes each output once.
 #include <algorithm>
 #include <cmath>
 #include <complex>
 
-#include "harness/cuda_raii.h"
-#include "harness/error.h"
 #include "variants/conv2d/jit_conv2d.h"
+#include "variants/conv2d/spectral.h"
 
 namespace convtune {
 namespace {
 
 struct SpectralShape {
   int n, p, threads;
-  int v(const Conv2d& c) const { return n - 2 * int(c.r); }  // valid outputs per tile side; < 1: can't implement
-  int v_or_1(const Conv2d& c) const { return std::max(1, v(c)); }  // for the grid of any config
+  int v_or_1(const Conv2d& c) const { return std::max(1, spectral_valid(n, c.r)); }  // for the grid of any config
   int smem_bytes() const { return (n * (n + 8) + n) * 8; }  // the tile (pitch n + 8) and the twiddles
-  // As the kernel's VX and X_START: tiles step VX <= V columns, aligned to 8, from column x_start <= 0.
-  int vx(const Conv2d& c) const { return v_or_1(c) >= 8 ? v_or_1(c) / 8 * 8 : v_or_1(c); }
-  int x_start(const Conv2d& c) const { return v_or_1(c) >= 8 && c.r % 8 != 0 ? int(c.r % 8) - 8 : 0; }
-  dim3 grid(const Conv2d& c) const {
-    const unsigned tiles_x = ceil_div(c.w - x_start(c), vx(c));
-    return dim3((tiles_x + 1) / 2, ceil_div(c.h, v_or_1(c)));  // two tiles per block along x
-  }
+  dim3 grid(const Conv2d& c) const { return dim3(spectral_tile_pairs(n, c.r, c.w), ceil_div(c.h, v_or_1(c))); }
 };
 
 SpectralShape shape_of(const Config& c) { return {cfg_int(c, "n"), cfg_int(c, "p"), cfg_int(c, "threads")}; }
 
-// FFT(g) of the file's top comment, scaled by 1/N^2 (the inverse transform is unnormalised), row-major
-// in (u, v) = (y frequency, x frequency) as the kernel's column pass reads it.
+// The 2D FFT(g) of spectral.h, scaled by 1/N^2 (the inverse transform is unnormalised), row-major in
+// (u, v) = (y frequency, x frequency) as the kernel's column pass reads it.
 std::vector<float2> filter_spectrum(const std::vector<float>& f, int r, int n) {
-  const int fw = 2 * r + 1;
-  const double step = 2.0 * M_PI / n;
-  std::vector<std::complex<double>> along_x(size_t(fw) * n);  // (m, v): sum_n f(m + r, n + r) e^{i step v n}
-  for (int m = 0; m < fw; ++m)
-    for (int v = 0; v < n; ++v) {
-      std::complex<double> s = 0;
-      for (int k = -r; k <= r; ++k) s += double(f[m * fw + k + r]) * std::polar(1.0, step * double((v * k) % n));
-      along_x[size_t(m) * n + v] = s;
-    }
+  const std::vector<std::complex<double>> along_x = filter_row_spectra(f, r, n);
+  const double step = 2.0 * M_PI / n, scale = 1.0 / (double(n) * n);
   std::vector<float2> out(size_t(n) * n);
-  const double scale = 1.0 / (double(n) * n);
   for (int u = 0; u < n; ++u)
     for (int v = 0; v < n; ++v) {
       std::complex<double> s = 0;
@@ -57,49 +35,6 @@ std::vector<float2> filter_spectrum(const std::vector<float>& f, int r, int n) {
     }
   return out;
 }
-
-class SpectralTiledPlan : public Plan {
- public:
-  SpectralTiledPlan(std::shared_ptr<Module> module, SpectralShape shape, const Conv2d& p)
-      : module_(std::move(module)), shape_(shape), grid_(shape.grid(p)), h_(int(p.h)), w_(int(p.w)), r_(int(p.r)),
-        spectrum_(size_t(shape.n) * shape.n) {
-    fn_ = module_->function("conv2d_spectral_kernel");
-    attrs_ = kernel_attributes(fn_, shape.threads, shape.smem_bytes());
-  }
-
-  void bind(const Operands& ops, cudaStream_t stream) override {
-    in_ = ops.data.at(0);
-    out_ = ops.output();
-    const int fw = 2 * r_ + 1;
-    std::vector<float> filter(size_t(fw) * fw);
-    CT_CUDA(cudaMemcpyAsync(filter.data(), ops.data.at(1), filter.size() * sizeof(float), cudaMemcpyDeviceToHost, stream));
-    CT_CUDA(cudaStreamSynchronize(stream));
-    const std::vector<float2> spectrum = filter_spectrum(filter, r_, shape_.n);
-    CT_CUDA(cudaMemcpyAsync(spectrum_.get(), spectrum.data(), spectrum_.bytes(), cudaMemcpyHostToDevice, stream));
-    CT_CUDA(cudaStreamSynchronize(stream));  // before `spectrum` goes out of scope
-  }
-
-  void run(cudaStream_t stream) override {
-    const float2* spectrum = spectrum_.get();
-    void* args[] = {&in_, &spectrum, &out_, &h_, &w_};
-    launch(fn_, grid_, dim3(shape_.threads), shape_.smem_bytes(), stream, args);
-  }
-
-  KernelAttributes attributes() const override { return attrs_; }
-  size_t workspace_bytes() const override { return spectrum_.bytes(); }
-  json details() const override { return {{"math", "fp32"}, {"deterministic", true}}; }
-
- private:
-  std::shared_ptr<Module> module_;
-  CUfunction fn_ = nullptr;
-  SpectralShape shape_;
-  dim3 grid_;
-  KernelAttributes attrs_;
-  int h_, w_, r_;
-  DeviceArray<float2> spectrum_;
-  const float* in_ = nullptr;
-  float* out_ = nullptr;
-};
 
 class Conv2dSpectralTiled : public Variant {
  public:
@@ -126,7 +61,8 @@ class Conv2dSpectralTiled : public Variant {
     if (s.threads % g != 0 || s.n % (s.threads / g) != 0 || s.threads / g > s.n)
       return Status::no("threads / (n / p) = " + std::to_string(s.threads / g) + " lines at once must divide n = " +
                         std::to_string(s.n));
-    if (s.v(p) < 1) return Status::no("tile side n = " + std::to_string(s.n) + " leaves no valid output at r = " + std::to_string(p.r));
+    if (spectral_valid(s.n, p.r) < 1)
+      return Status::no("tile side n = " + std::to_string(s.n) + " leaves no valid output at r = " + std::to_string(p.r));
     if (s.threads > dev.max_threads_per_block)
       return Status::no("block of " + std::to_string(s.threads) + " threads > device limit " +
                         std::to_string(dev.max_threads_per_block));
@@ -157,7 +93,12 @@ class Conv2dSpectralTiled : public Variant {
   }
 
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache& jit) const override {
-    return std::make_unique<SpectralTiledPlan>(jit.module(programs(prob, c).front()), shape_of(c), Conv2d(prob));
+    const Conv2d p(prob);
+    const SpectralShape s = shape_of(c);
+    const int r = int(p.r), n = s.n;
+    return std::make_unique<SpectrumPlan>(jit.module(programs(prob, c).front()), "conv2d_spectral_kernel", s.grid(p),
+                                          s.threads, s.smem_bytes(), p.h, p.w, p.r, size_t(n) * n,
+                                          [r, n](const std::vector<float>& f) { return filter_spectrum(f, r, n); });
   }
 };
 

@@ -1,0 +1,64 @@
+// The spectral conv2d variants' host side (spectral_tiled.cpp, spectral_rows.cpp): the filter's spectra,
+// computed in float64 in bind (what an application does once per filter), and the plan that binds them.
+//
+// A kernel computes the circular correlation of an N-point line t with g, IFFT(FFT(t) * FFT(g)), whose
+// value at p is sum_q t(p - q) g(q). Placing g((-n) mod N) = f(n + r) makes it sum_n t(p + n) f(n + r), the
+// problem's cross-correlation, exact (no wrap) for p in [r, N - r): the V = N - 2r valid outputs of a tile.
+// So FFT(g)(v) = sum_n f(n + r) exp(+2 pi i v n / N); in 2D the same along each axis.
+#pragma once
+#include <algorithm>
+#include <complex>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "harness/cuda_raii.h"
+#include "harness/jit.h"
+#include "harness/variant.h"
+
+namespace convtune {
+
+// The tiles along x of an N-point spectral kernel, as conv2d_spectral_fft.cuh's VX and X_START: V = N - 2r
+// valid outputs a tile (< 1: no config), stepped by VX <= V columns aligned to 8, from column x_start <= 0;
+// two tiles (a, b) a line.
+inline int spectral_valid(int n, int64_t r) { return n - 2 * int(r); }
+inline int spectral_step_x(int n, int64_t r) {
+  const int v = std::max(1, spectral_valid(n, r));
+  return v >= 8 ? v / 8 * 8 : v;
+}
+inline int spectral_x_start(int n, int64_t r) { return std::max(1, spectral_valid(n, r)) >= 8 && r % 8 != 0 ? int(r % 8) - 8 : 0; }
+inline unsigned spectral_tile_pairs(int n, int64_t r, int64_t w) {
+  const int64_t tiles = (w - spectral_x_start(n, r) + spectral_step_x(n, r) - 1) / spectral_step_x(n, r);
+  return unsigned((tiles + 1) / 2);
+}
+
+// Row m of the (2r + 1)^2 filter transformed along x: [m * n + v] = sum_k f(m, k + r) exp(+2 pi i v k / n).
+std::vector<std::complex<double>> filter_row_spectra(const std::vector<float>& f, int r, int n);
+
+// The launch of a spectral kernel `(in, spectrum, out, h, w)` and the spectrum it reads (`spectrum_count`
+// complex values), made from the filter in bind by `make_spectrum`.
+class SpectrumPlan : public Plan {
+ public:
+  using MakeSpectrum = std::function<std::vector<float2>(const std::vector<float>& filter)>;
+  SpectrumPlan(std::shared_ptr<Module> module, const char* kernel, dim3 grid, int threads, int smem_bytes,
+               int64_t h, int64_t w, int64_t r, size_t spectrum_count, MakeSpectrum make_spectrum);
+  void bind(const Operands& ops, cudaStream_t stream) override;
+  void run(cudaStream_t stream) override;
+  KernelAttributes attributes() const override { return attrs_; }
+  size_t workspace_bytes() const override { return spectrum_.bytes(); }
+  json details() const override { return {{"math", "fp32"}, {"deterministic", true}}; }
+
+ private:
+  std::shared_ptr<Module> module_;
+  CUfunction fn_ = nullptr;
+  dim3 grid_;
+  int threads_, smem_bytes_;
+  KernelAttributes attrs_;
+  int h_, w_, r_;
+  MakeSpectrum make_spectrum_;
+  DeviceArray<float2> spectrum_;
+  const float* in_ = nullptr;
+  float* out_ = nullptr;
+};
+
+}  // namespace convtune

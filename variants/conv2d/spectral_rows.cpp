@@ -1,0 +1,119 @@
+// Fewer multiply-adds than direct for mid-size filters: FFTs along x, a direct sum along y in the
+// frequency domain (kernels/conv2d_spectral_rows.cuh). The filter rows' spectra are computed on the host in
+// float64 in bind (spectral.h). Per output: 2 (2r + 1) N / V multiply-adds and two N-point line FFTs'
+// share, against the direct (2r + 1)^2; each input row is transformed once per strip segment.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+
+#include "variants/conv2d/jit_conv2d.h"
+#include "variants/conv2d/spectral.h"
+
+namespace convtune {
+namespace {
+
+// Fixed where one choice won everywhere on the H100 (8192^2 r = 2-8, 2048^2 r = 5): the line FFT of 64
+// points, 8 a thread (n = 128 or p = 16 used twice the registers and ran 1.5-3x slower), a thread summing
+// 8 output rows of one bin (4 rows of two bins: up to 1.8x slower at r >= 5), the next step's rows
+// loaded before this step's sums (without: slower everywhere).
+constexpr int kLineFft = 64, kPointsPerThread = 8, kRowsPerThread = 8;
+constexpr int kMaxRadius = 16;  // a thread holds its bin's 2r + 1 complex taps in registers
+
+struct RowsShape {
+  int n, p, ty, py, steps, regs;
+  int g() const { return n / p; }
+  int threads() const { return ty * g(); }
+  int bins() const { return p / py; }
+  int ring(const Conv2d& c) const { return ty + 2 * int(c.r); }
+  int smem_bytes(const Conv2d& c) const { return ((ring(c) + ty) * (n + 8) + n) * 8; }  // ring, sums, twiddles
+  int all_steps(const Conv2d& c) const { return int(ceil_div(c.h, ty)); }
+  int steps_per_block(const Conv2d& c) const { return std::min(steps, all_steps(c)); }
+  dim3 grid(const Conv2d& c) const {
+    return dim3(spectral_tile_pairs(n, c.r, c.w), ceil_div(all_steps(c), steps_per_block(c)));
+  }
+};
+
+RowsShape shape_of(const Config& c) {
+  return {kLineFft, kPointsPerThread, cfg_int(c, "ty"), kRowsPerThread, cfg_int(c, "steps"), cfg_int(c, "regs")};
+}
+
+// W_m of the kernel's top comment: filter row m's spectrum scaled by 1/N, [m * n + v].
+std::vector<float2> row_spectra(const std::vector<float>& f, int r, int n) {
+  const std::vector<std::complex<double>> rows = filter_row_spectra(f, r, n);
+  std::vector<float2> out(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) out[i] = make_float2(float(rows[i].real() / n), float(rows[i].imag() / n));
+  return out;
+}
+
+class Conv2dSpectralRows : public Variant {
+ public:
+  std::string name() const override { return "conv2d.spectral_rows"; }
+  std::string family() const override { return kConv2d; }
+  std::string summary() const override {
+    return "FFTs along x, direct along y: each row of a two-tile strip transformed once (N points), output spectra "
+           "summed over the filter's 2r + 1 row spectra per bin, inverse row FFTs, V = N - 2r valid outputs a tile";
+  }
+  int complexity() const override { return 4; }
+  ParamSpace space(const Problem&, const DeviceInfo&) const override {
+    return ParamSpace()
+        .add("ty", "rows a step (the block: ty lines of 8 threads)", values({8, 16}))
+        .add("steps", "steps a block walks down its strip (each segment re-transforms 2r rows above it)",
+             values({4, 8, 16}))
+        .add("regs", "registers a thread may use, about (fewer: more blocks an SM)", values({80, 128}));
+  }
+
+  Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {
+    if (prob.family != kConv2d) return Status::no("not a conv2d problem");
+    const Conv2d p(prob);
+    const RowsShape s = shape_of(c);
+    if (p.r > kMaxRadius)
+      return Status::no("r = " + std::to_string(p.r) + " > " + std::to_string(kMaxRadius) +
+                        ": a thread holds 2r + 1 complex taps in registers");
+    if (s.threads() > dev.max_threads_per_block)
+      return Status::no("block of 8 ty = " + std::to_string(s.threads()) + " threads > device limit " +
+                        std::to_string(dev.max_threads_per_block));
+    if (s.smem_bytes(p) > dev.max_smem_per_block_optin)
+      return Status::no("shared memory " + std::to_string(s.smem_bytes(p)) + " B > device limit " +
+                        std::to_string(dev.max_smem_per_block_optin) + " B");
+    if (s.grid(p).y > 65535) return Status::no("grid.y of " + std::to_string(s.grid(p).y) + " blocks > 65535");
+    return Status::yes();
+  }
+
+  Cost cost(const Problem& prob, const Config& c) const override {
+    const Conv2d p(prob);
+    const RowsShape s = shape_of(c);
+    const dim3 g = s.grid(p);
+    const double blocks = double(g.x) * g.y, n = s.n, out_lines = double(s.steps_per_block(p)) * s.ty;
+    const double in_lines = out_lines + 2.0 * double(p.r);  // each segment transforms 2r rows above it too
+    const double fft = 5.0 * n * std::log2(n);
+    const double flops_variant = blocks * ((in_lines + out_lines) * fft + out_lines * n * double(p.fw()) * 8.0);
+    // Per block: its lines of two tiles read (tiles overlap by 2r along x: re-reads from L2), the taps; outputs once.
+    const double bytes_model = blocks * (in_lines * 2.0 * n * 4.0 + double(p.fw()) * n * 8.0) + 4.0 * double(p.h * p.w);
+    return {prob.direct_flops(), flops_variant, prob.min_bytes(), bytes_model};
+  }
+
+  // The direct fp32 tolerance (the default), not the spectral one: 64-point transforms round little
+  // (rel_l2 1.3-1.6e-7 at 8192^2 r = 2-8 on the H100, the direct kernels' 1-3e-7).
+
+  std::vector<JitProgram> programs(const Problem& prob, const Config& c) const override {
+    const RowsShape s = shape_of(c);
+    return {{"conv2d_spectral_rows.cuh",
+             {define("RADIUS", Conv2d(prob).r), define("N", s.n), define("P", s.p), define("TY", s.ty),
+              define("PY", s.py), define("REGS", s.regs)}}};
+  }
+
+  std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache& jit) const override {
+    const Conv2d p(prob);
+    const RowsShape s = shape_of(c);
+    const int r = int(p.r), n = s.n;
+    return std::make_unique<SpectrumPlan>(jit.module(programs(prob, c).front()), "conv2d_spectral_rows_kernel",
+                                          s.grid(p), s.threads(), s.smem_bytes(p), p.h, p.w, p.r,
+                                          size_t(p.fw()) * n,
+                                          [r, n](const std::vector<float>& f) { return row_spectra(f, r, n); });
+  }
+};
+
+CONVTUNE_REGISTER_VARIANT(Conv2dSpectralRows);
+
+}  // namespace
+}  // namespace convtune
