@@ -53,27 +53,6 @@ __device__ __forceinline__ void stage_line(const float (&raw)[2][P], float2* row
   }
 }
 
-// The line's valid outputs: column k = n1 + G m of the line holds one when r <= k < r + VX; only the first
-// and last m can fail that (0 <= n1 < G), so only they test n1. `dst` is the line's column n1 of the row.
-__device__ __forceinline__ bool valid_column(int m, int n1) {
-  return !((G * m < RADIUS && n1 + G * m < RADIUS) || (G * m + G > RADIUS + VX && n1 + G * m >= RADIUS + VX));
-}
-__device__ __forceinline__ void store_line(const float2 (&x)[P], float* dst, int xa, int n1, bool has_b, bool inside,
-                                           int w) {
-  if (inside) {
-#pragma unroll
-    for (int m = 0; m < P; ++m)
-      if (valid_column(m, n1)) dst[G * m] = x[m].x, dst[VX + G * m] = x[m].y;
-  } else {
-#pragma unroll
-    for (int m = 0; m < P; ++m) {
-      if (!valid_column(m, n1)) continue;
-      if (xa + G * m >= 0 && xa + G * m < w) dst[G * m] = x[m].x;
-      if (has_b && xa + G * m + VX < w) dst[VX + G * m] = x[m].y;
-    }
-  }
-}
-
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) conv2d_spectral_rows_kernel(const float* __restrict__ in,
                                                                                   const float2* __restrict__ spectrum,
                                                                                   float* __restrict__ out, int h, int w) {
@@ -157,6 +136,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) conv2d_spectra
     for (int m = 0; m < P; ++m) x[m] = row[n1 + G * m];
     fft_line<true>(x, row, 1, n1, true, twiddle, [] { __syncwarp(); });
     const int y = (first_step + s) * TY + line;
-    if (y < h) store_line(x, out + (long long)y * w + x0 + n1, x0 + n1, n1, has_b, inside, w);
+    if (y < h) {  // the valid columns k in [r, r + VX) of tile a, and of tile b VX further
+      float* dst = out + (long long)y * w;
+#pragma unroll
+      for (int m = 0; m < P; ++m) {
+        const int k = n1 + G * m, xa = x0 + k, xb = xa + VX;
+        if (k < RADIUS || k >= RADIUS + VX) continue;
+        if (inside) {
+          dst[xa] = x[m].x;
+          dst[xb] = x[m].y;
+        } else {
+          if (xa >= 0 && xa < w) dst[xa] = x[m].x;
+          if (has_b && xb < w) dst[xb] = x[m].y;
+        }
+      }
+    }
   }
 }
