@@ -150,6 +150,43 @@ TEST(Spectral, FilterRowSpectraAreEachRowsDft) {
     }
 }
 
+TEST(Spectral, RowSpectraThroughLineTransformsGiveTheCorrelation) {
+  // spectral_rows' arithmetic in float64 on the host: per output row and tile of n columns, transform each of
+  // the 2r + 1 input rows (exp(-2 pi i k q / n)), sum X_m W_m / n over the filter rows, transform back
+  // (exp(+2 pi i k p / n), unscaled); columns r .. n - r - 1 of the tile are the correlation's, exactly.
+  const int h = 9, w = 40, r = 2, n = 16, fw = 2 * r + 1, v = n - 2 * r;
+  const Problem p = conv2d(h, w, r);
+  std::vector<float> img(h * w), f(fw * fw);
+  for (int i = 0; i < h * w; ++i) img[i] = float((i * 37) % 23) - 11.0f;
+  for (int i = 0; i < fw * fw; ++i) f[i] = float((i * 13) % 7) - 3.0f;
+  const auto want = cpu_reference(p, {img, f});
+  const auto rows = filter_row_spectra(f, r, n);
+  const double step = 2.0 * M_PI / n;
+  int checked = 0;
+  for (int y = 0; y < h; ++y)
+    for (int x0 = -r; x0 + r < w; x0 += v) {  // a tile's columns x0 .. x0 + n - 1; its outputs from x0 + r
+      std::vector<std::complex<double>> sum(n, 0.0);
+      for (int m = 0; m < fw; ++m) {
+        const int yy = y + m - r;
+        for (int k = 0; k < n; ++k) {
+          std::complex<double> x = 0;
+          for (int q = 0; q < n; ++q) {
+            const int xx = x0 + q;
+            if (yy >= 0 && yy < h && xx >= 0 && xx < w) x += double(img[yy * w + xx]) * std::polar(1.0, -step * k * q);
+          }
+          sum[k] += x * rows[size_t(m) * n + k] / double(n);
+        }
+      }
+      for (int q = r; q < n - r && x0 + q < w; ++q) {
+        std::complex<double> out = 0;
+        for (int k = 0; k < n; ++k) out += sum[k] * std::polar(1.0, step * k * q);
+        EXPECT_NEAR(out.real(), want[y * w + x0 + q], 1e-9) << "y " << y << " x " << x0 + q;
+        ++checked;
+      }
+    }
+  EXPECT_EQ(checked, h * w);  // every output column belongs to exactly one tile
+}
+
 TEST(CpuReference, MatchesAHandComputedCorrelation) {
   // 3x3 image, r = 1: out(1,1) sees the whole image; out(0,0) sees its lower-right 2x2 corner.
   const Problem p = conv2d(3, 3, 1);
