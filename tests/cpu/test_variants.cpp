@@ -126,6 +126,14 @@ TEST(Variants, SpectralRowsSaysWhyItCannotRun) {
   small.max_smem_per_block_optin = 24 * 1024;
   EXPECT_NE(v.can_implement(conv2d(8192, 8192, 8), c, small).reason.find("shared memory"), std::string::npos);
   EXPECT_TRUE(v.can_implement(conv2d(8192, 8192, 2), c, small).ok);
+  // Off-grid values a spec may give are refused with the reason, not compiled or divided by.
+  for (const auto& [name, bad] : std::vector<std::pair<const char*, int>>{{"ty", 0}, {"ty", 12}, {"steps", 0}, {"regs", 0}}) {
+    Config off = c;
+    off[name] = bad;
+    const Status s = v.can_implement(conv2d(8192, 8192, 3), off, dev);
+    EXPECT_FALSE(s.ok) << name << " = " << bad;
+    EXPECT_NE(s.reason.find(std::string(name) + " = " + std::to_string(bad)), std::string::npos) << s.reason;
+  }
 }
 
 TEST(Variants, SpectralRowsCostCountsEachSegmentsRows) {
@@ -134,6 +142,10 @@ TEST(Variants, SpectralRowsCostCountsEachSegmentsRows) {
   const Cost c = get("conv2d.spectral_rows").cost(conv2d(1024, 1024, 3), {{"ty", 16}, {"steps", 8}, {"regs", 128}});
   EXPECT_DOUBLE_EQ(c.bytes_model, 80.0 * (134.0 * 2 * 64 * 4 + 7.0 * 64 * 8) + 4.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(c.flops, 2.0 * 49 * 1024 * 1024);
+  // 72 rows, ty 8, steps 4: 9 steps over ceil(9 / 4) = 3 segments of 3 steps each (the kernel spreads them
+  // evenly), so 72 output lines and 3 x 6 rows above segments per column of blocks.
+  const Cost uneven = get("conv2d.spectral_rows").cost(conv2d(72, 1024, 3), {{"ty", 8}, {"steps", 4}, {"regs", 128}});
+  EXPECT_DOUBLE_EQ(uneven.bytes_model, 10.0 * ((72.0 + 18.0) * 2 * 64 * 4 + 3.0 * 7 * 64 * 8) + 4.0 * 72 * 1024);
 }
 
 TEST(Spectral, FilterRowSpectraAreEachRowsDft) {

@@ -1,6 +1,6 @@
 // Fewer multiply-adds than direct for mid-size filters: FFTs along x, a direct sum along y in the
 // frequency domain (kernels/conv2d_spectral_rows.cuh). The filter rows' spectra are computed on the host in
-// float64 in bind (spectral.h). Per output: 2 (2r + 1) N / V multiply-adds and two N-point line FFTs'
+// float64 in bind (spectral.h). Per output: 2 (2r + 1) N / VX multiply-adds and two N-point line FFTs'
 // share, against the direct (2r + 1)^2; each input row is transformed once per strip segment.
 #include <algorithm>
 #include <cmath>
@@ -12,29 +12,27 @@
 namespace convtune {
 namespace {
 
-// Fixed where one choice won everywhere on the H100 (8192^2 r = 2-8, 2048^2 r = 5): the line FFT of 64
-// points, 8 a thread (n = 128 or p = 16 used twice the registers and ran 1.5-3x slower), a thread summing
-// 8 output rows of one bin (4 rows of two bins: up to 1.8x slower at r >= 5), the next step's rows
-// loaded before this step's sums (without: slower everywhere).
+// Alternatives measured on the H100 (8192^2 r = 2-8, 2048^2 r = 5) and removed, each slower everywhere:
+// lines of 128 points, or 16 points a thread (twice the registers, 1.5-3x slower); a thread summing 4 rows
+// of two bins instead of 8 rows of one (up to 1.8x slower at r >= 5); loading a step's rows when it
+// starts instead of during the previous step's sums (the kernel's prefetch in its step loop).
 constexpr int kLineFft = 64, kPointsPerThread = 8, kRowsPerThread = 8;
 constexpr int kMaxRadius = 16;  // a thread holds its bin's 2r + 1 complex taps in registers
 
+// The launch of a config: ty rows a step, `steps` steps a segment at most, about `regs` registers.
 struct RowsShape {
-  int n, p, ty, py, steps, regs;
-  int g() const { return n / p; }
-  int threads() const { return ty * g(); }
-  int bins() const { return p / py; }
+  int ty, steps, regs;
+  int threads() const { return ty * (kLineFft / kPointsPerThread); }
   int ring(const Conv2d& c) const { return ty + 2 * int(c.r); }
-  int smem_bytes(const Conv2d& c) const { return ((ring(c) + ty) * (n + 8) + n) * 8; }  // ring, sums, twiddles
+  int smem_bytes(const Conv2d& c) const { return ((ring(c) + ty) * (kLineFft + 8) + kLineFft) * 8; }  // ring, sums, twiddles
   int all_steps(const Conv2d& c) const { return int(ceil_div(c.h, ty)); }
-  int steps_per_block(const Conv2d& c) const { return std::min(steps, all_steps(c)); }
   dim3 grid(const Conv2d& c) const {
-    return dim3(spectral_tile_pairs(n, c.r, c.w), ceil_div(all_steps(c), steps_per_block(c)));
+    return dim3(spectral_tile_pairs(kLineFft, c.r, c.w), ceil_div(all_steps(c), std::min(steps, all_steps(c))));
   }
 };
 
 RowsShape shape_of(const Config& c) {
-  return {kLineFft, kPointsPerThread, cfg_int(c, "ty"), kRowsPerThread, cfg_int(c, "steps"), cfg_int(c, "regs")};
+  return {cfg_int(c, "ty"), cfg_int(c, "steps"), cfg_int(c, "regs")};
 }
 
 // W_m of the kernel's top comment: filter row m's spectrum scaled by 1/N, [m * n + v].
@@ -50,8 +48,9 @@ class Conv2dSpectralRows : public Variant {
   std::string name() const override { return "conv2d.spectral_rows"; }
   std::string family() const override { return kConv2d; }
   std::string summary() const override {
-    return "FFTs along x, direct along y: each row of a two-tile strip transformed once (N points), output spectra "
-           "summed over the filter's 2r + 1 row spectra per bin, inverse row FFTs, V = N - 2r valid outputs a tile";
+    return "FFTs along x, direct along y: each row of a two-tile strip transformed once (64 points), output "
+           "spectra summed over the filter's 2r + 1 row spectra per bin, inverse row FFTs, up to 64 - 2r valid "
+           "outputs a tile";
   }
   int complexity() const override { return 4; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
@@ -66,12 +65,17 @@ class Conv2dSpectralRows : public Variant {
     if (prob.family != kConv2d) return Status::no("not a conv2d problem");
     const Conv2d p(prob);
     const RowsShape s = shape_of(c);
+    // Off-grid values a spec may give: the kernel needs whole 8-row groups, a segment at least a step long.
+    if (s.ty < kRowsPerThread || s.ty % kRowsPerThread != 0)
+      return Status::no("ty = " + std::to_string(s.ty) + ": must be a positive multiple of 8 (8 rows a thread)");
+    if (s.steps < 1) return Status::no("steps = " + std::to_string(s.steps) + ": must be at least 1");
+    if (s.regs < 32) return Status::no("regs = " + std::to_string(s.regs) + ": must be at least 32");
     if (p.r > kMaxRadius)
       return Status::no("r = " + std::to_string(p.r) + " > " + std::to_string(kMaxRadius) +
                         ": a thread holds 2r + 1 complex taps in registers");
     if (s.threads() > dev.max_threads_per_block)
-      return Status::no("block of 8 ty = " + std::to_string(s.threads()) + " threads > device limit " +
-                        std::to_string(dev.max_threads_per_block));
+      return Status::no("ty = " + std::to_string(s.ty) + ": 8 ty = " + std::to_string(s.threads()) +
+                        " threads > device limit " + std::to_string(dev.max_threads_per_block));
     if (s.smem_bytes(p) > dev.max_smem_per_block_optin)
       return Status::no("shared memory " + std::to_string(s.smem_bytes(p)) + " B > device limit " +
                         std::to_string(dev.max_smem_per_block_optin) + " B");
@@ -83,12 +87,15 @@ class Conv2dSpectralRows : public Variant {
     const Conv2d p(prob);
     const RowsShape s = shape_of(c);
     const dim3 g = s.grid(p);
-    const double blocks = double(g.x) * g.y, n = s.n, out_lines = double(s.steps_per_block(p)) * s.ty;
-    const double in_lines = out_lines + 2.0 * double(p.r);  // each segment transforms 2r rows above it too
+    // Per column of blocks: every step's ty output lines once (the kernel spreads the steps evenly over the
+    // grid.y segments), and each segment transforms the 2r rows above it too.
+    const double n = kLineFft, out_lines = double(s.all_steps(p)) * s.ty;
+    const double in_lines = out_lines + double(g.y) * 2.0 * double(p.r);
     const double fft = 5.0 * n * std::log2(n);
-    const double flops_variant = blocks * ((in_lines + out_lines) * fft + out_lines * n * double(p.fw()) * 8.0);
-    // Per block: its lines of two tiles read (tiles overlap by 2r along x: re-reads from L2), the taps; outputs once.
-    const double bytes_model = blocks * (in_lines * 2.0 * n * 4.0 + double(p.fw()) * n * 8.0) + 4.0 * double(p.h * p.w);
+    const double flops_variant = g.x * ((in_lines + out_lines) * fft + out_lines * n * double(p.fw()) * 8.0);
+    // Two tiles a line read (tiles overlap by 2r along x: re-reads from L2), each block's taps, the outputs once.
+    const double bytes_model = g.x * (in_lines * 2.0 * n * 4.0 + double(g.y) * double(p.fw()) * n * 8.0) +
+                               4.0 * double(p.h * p.w);
     return {prob.direct_flops(), flops_variant, prob.min_bytes(), bytes_model};
   }
 
@@ -98,14 +105,14 @@ class Conv2dSpectralRows : public Variant {
   std::vector<JitProgram> programs(const Problem& prob, const Config& c) const override {
     const RowsShape s = shape_of(c);
     return {{"conv2d_spectral_rows.cuh",
-             {define("RADIUS", Conv2d(prob).r), define("N", s.n), define("P", s.p), define("TY", s.ty),
-              define("PY", s.py), define("REGS", s.regs)}}};
+             {define("RADIUS", Conv2d(prob).r), define("N", kLineFft), define("P", kPointsPerThread),
+              define("TY", s.ty), define("PY", kRowsPerThread), define("REGS", s.regs)}}};
   }
 
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache& jit) const override {
     const Conv2d p(prob);
     const RowsShape s = shape_of(c);
-    const int r = int(p.r), n = s.n;
+    const int r = int(p.r), n = kLineFft;
     return std::make_unique<SpectrumPlan>(jit.module(programs(prob, c).front()), "conv2d_spectral_rows_kernel",
                                           s.grid(p), s.threads(), s.smem_bytes(p), p.h, p.w, p.r,
                                           size_t(p.fw()) * n,

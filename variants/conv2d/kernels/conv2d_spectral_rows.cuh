@@ -2,12 +2,13 @@
 // walks down a strip two tiles wide, TY rows a step. Each input row of the strip is transformed once (an
 // N-point line FFT, the two tiles as its real and imaginary parts) into a ring of spectrum rows; output
 // row j's spectrum is sum_m X_(j+m)[k] W_m[k] over the filter's 2r + 1 rows, W_m the spectrum of filter
-// row m (computed once on the host in bind, scaled by 1/N); an inverse line FFT writes the V = N - 2r
-// valid outputs of each tile. Per output that is 2 (2r + 1) N / V multiply-adds plus two line FFTs'
-// share, against the direct (2r + 1)^2; no column transforms, so no block-wide exchange in the FFTs.
+// row m (computed once on the host in bind, scaled by 1/N); an inverse line FFT writes VX of the
+// V = N - 2r valid outputs of each tile (VX: V rounded down to 8, so that tiles start on 32-byte sectors).
+// Per output that is 2 (2r + 1) N / VX multiply-adds plus two line FFTs' share, against the direct
+// (2r + 1)^2; no column transforms, so no block-wide exchange in the FFTs.
 // Compile-time: RADIUS, N (power of 2), P (points per thread of a line FFT, P >= N / P), TY (rows a
 // step: TY lines of G = N / P threads make the block), PY (output rows a thread sums per bin, dividing
-// P and TY).
+// P and TY), REGS (about the registers a thread may use: fewer let more blocks share an SM).
 // The rows a block walks follow from gridDim.y, so the segment length is a launch choice.
 #include "conv2d_spectral_fft.cuh"
 
