@@ -102,3 +102,23 @@ __device__ __forceinline__ void fft_line(float2 (&x)[P], float2* base, int step,
   }
 }
 
+
+// The twiddles W_N^(n1 k2) at [k2 * G + n1], written by the block's `threads` threads (the caller syncs).
+__device__ __forceinline__ void init_twiddles(float2* twiddle, int tid, int threads) {
+  for (int k = tid; k < N; k += threads) {
+    float s, c;
+    sincospif(-2.0f * float((k % G) * (k / G)) / float(N), &s, &c);
+    twiddle[k] = make_float2(c, s);
+  }
+}
+
+// A block's two tiles along x of a w-wide image: tile a's first input column x0 (its outputs from x0 + r),
+// and whether tile b, VX columns right of a, holds any of the image.
+struct TilePair {
+  int x0;
+  bool has_b;
+};
+__device__ __forceinline__ TilePair tile_pair(int w) {
+  const int tiles_x = (w - X_START + VX - 1) / VX;
+  return {X_START + 2 * int(blockIdx.x) * VX - RADIUS, 2 * int(blockIdx.x) + 1 < tiles_x};
+}

@@ -67,14 +67,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) conv2d_spectra
   const int first_step = blockIdx.y * seg_steps;
   const int steps = min(seg_steps, all_steps - first_step);
   if (steps <= 0) return;
-  for (int k = tid; k < N; k += THREADS) {
-    float s, c;
-    sincospif(-2.0f * float((k % G) * (k / G)) / float(N), &s, &c);
-    twiddle[k] = make_float2(c, s);
-  }
-  const int tiles_x = (w - X_START + VX - 1) / VX;
-  const bool has_b = 2 * int(blockIdx.x) + 1 < tiles_x;
-  const int x0 = X_START + 2 * int(blockIdx.x) * VX - RADIUS;  // tile a's first input column
+  init_twiddles(twiddle, tid, THREADS);
+  const auto [x0, has_b] = tile_pair(w);
   const bool inside = has_b && x0 >= 0 && x0 + VX + N <= w;     // both tiles' columns in the image
   const int ybase = first_step * TY - RADIUS;                   // staged row t is image row ybase + t
   const int line = tid / G, n1 = tid % G;                       // line passes: a row, G threads

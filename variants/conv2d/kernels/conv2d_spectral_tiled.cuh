@@ -19,18 +19,13 @@ extern "C" __global__ void __launch_bounds__(THREADS) conv2d_spectral_kernel(con
   float2* tile = smem;                // N rows of PITCH
   float2* twiddle = smem + N * PITCH;  // [k2 * G + n1] = exp(-2 pi i n1 k2 / N): conflict-free in the row pass
   const int tid = threadIdx.x;
-  for (int k = tid; k < N; k += THREADS) {
-    float s, c;
-    sincospif(-2.0f * float((k % G) * (k / G)) / float(N), &s, &c);
-    twiddle[k] = make_float2(c, s);
-  }
+  init_twiddles(twiddle, tid, THREADS);
   __syncthreads();
   const auto warp_sync = [] { __syncwarp(); };
   const auto block_sync = [] { __syncthreads(); };
   // Tile a's outputs start at (x0 + RADIUS, y0 + RADIUS); tile b is a's right neighbour.
-  const int tiles_x = (w - X_START + VX - 1) / VX;
-  const bool has_b = 2 * int(blockIdx.x) + 1 < tiles_x;
-  const int x0 = X_START + 2 * int(blockIdx.x) * VX - RADIUS, y0 = int(blockIdx.y) * V - RADIUS;
+  const auto [x0, has_b] = tile_pair(w);
+  const int y0 = int(blockIdx.y) * V - RADIUS;
   // Rows: a line's G threads are neighbours in one warp; columns: a warp spans 32 columns.
   const int row_n1 = tid % G, row_lane = tid / G;
   const int col_n1 = tid / LINES_PER_CHUNK, col_lane = tid % LINES_PER_CHUNK;
