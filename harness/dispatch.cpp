@@ -209,7 +209,10 @@ json make_dispatch(const json& summary, const std::vector<json>& records) {
       e["margin"] = round6(c.margin);
     }
     e["ties"] = c.ties.size();
-    if (b.contains("repeats")) e["repeats"] = b["repeats"];  // a table over repeated runs: each run's median
+    if (b.contains("repeats")) {  // a table over repeated runs: the median of each run that measured it
+      e["repeats"] = b["repeats"];
+      for (json& m : e["repeats"]["median_ms"]) m = round6(m.get<double>());
+    }
     // The fastest config of each library variant, for benchmarks beside the choice (convtune_bench).
     json baselines = json::array();
     for (const auto& [variant, rec] : c.best_per_variant)
@@ -575,19 +578,18 @@ RunTable read_run(const std::filesystem::path& run_folder) {
   return t;
 }
 
-json run_dispatch(const RunTable& run) {
+namespace {
+// make_dispatch of `records`; when nothing is ok, the InputError names `run`'s records file.
+json dispatch_naming(const RunTable& run, const std::vector<json>& records) {
   try {
-    return make_dispatch(run.summary, run.records);
+    return make_dispatch(run.summary, records);
   } catch (const InputError& e) {
     throw InputError(stored_records_file(run.folder / "records.jsonl").string() + ": " + e.what());
   }
 }
+}  // namespace
 
-RunTable read_run_table(const std::filesystem::path& run_folder) {
-  RunTable t = read_run(run_folder);
-  t.dispatch = run_dispatch(t);
-  return t;
-}
+json run_dispatch(const RunTable& run) { return dispatch_naming(run, run.records); }
 
 std::string device_field(const json& with_device, const char* key) {
   const json dev = with_device.is_object() ? with_device.value("device", json::object()) : json::object();
@@ -599,20 +601,24 @@ json dispatch_over_repeats(const RunTable& run, const std::vector<RunTable>& rep
   if (model.empty())
     throw InputError("export --repeat: " + run.folder.string() + "/summary.json has no device.name, so its repeats "
                      "cannot be checked to be of its GPU model");
-  std::vector<std::vector<json>> records{run.records};
+  std::vector<const std::vector<json>*> records{&run.records};
   json sources = json::array();
-  for (const RunTable& r : repeats) {
+  for (size_t i = 0; i < repeats.size(); ++i) {
+    const RunTable& r = repeats[i];
     if (std::filesystem::equivalent(r.folder, run.folder))
       throw InputError("export --repeat " + r.folder.string() + ": the run itself; allowed: other runs of its GPU model");
+    for (size_t j = 0; j < i; ++j)
+      if (std::filesystem::equivalent(r.folder, repeats[j].folder))
+        throw InputError("export --repeat " + r.folder.string() + ": given twice; allowed: each repeat once");
     if (device_field(r.summary, "name") != model)
       throw InputError("export --repeat " + r.folder.string() + ": device.name is '" + device_field(r.summary, "name") +
                        "'; allowed: '" + model + "', the GPU model of " + run.folder.string());
     sources.push_back({{"run", r.folder.string()},
                        {"started", r.summary.value("started", json())},
                        {"git_sha", r.summary.value("git_sha", json())}});
-    records.push_back(r.records);
+    records.push_back(&r.records);
   }
-  json d = make_dispatch(run.summary, combine_repeats(records));
+  json d = dispatch_naming(run, combine_repeats(records));
   d["repeats"] = sources;
   return d;
 }
@@ -621,9 +627,9 @@ void export_run(const std::filesystem::path& run_folder, const std::vector<std::
   RunTable t = read_run(run_folder);
   std::vector<RunTable> read;
   for (const auto& folder : repeats) read.push_back(read_run(folder));
-  t.dispatch = repeats.empty() ? run_dispatch(t) : dispatch_over_repeats(t, read);
-  write_json_atomically(run_folder / "dispatch.json", t.dispatch);
-  write_text_atomically(run_folder / "convtune_dispatch.h", make_header(t.dispatch));
+  const json dispatch = repeats.empty() ? run_dispatch(t) : dispatch_over_repeats(t, read);
+  write_json_atomically(run_folder / "dispatch.json", dispatch);
+  write_text_atomically(run_folder / "convtune_dispatch.h", make_header(dispatch));
   write_json_atomically(run_folder / "t4.json", make_t4(t.summary, t.records));
 }
 

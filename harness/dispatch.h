@@ -32,16 +32,14 @@ std::string make_fleet_header(const json& fleet);
 // invalidity "correct" for ok records, else timeout / compile / runtime / correctness / constraints.
 json make_t4(const json& summary, const std::vector<json>& records);
 
-// A run folder read for export: the folder, its summary and its records (torn lines reported on stderr);
-// read_run_table also makes its dispatch table. Throws InputError naming the folder.
+// A run folder read for export: the folder, its summary and its records (torn lines reported on stderr).
+// Throws InputError naming the folder.
 struct RunTable {
   std::filesystem::path folder;
   json summary;
   std::vector<json> records;
-  json dispatch;
 };
 RunTable read_run(const std::filesystem::path& run_folder);
-RunTable read_run_table(const std::filesystem::path& run_folder);
 // make_dispatch of a run read with read_run; when nothing is ok, the InputError names its records file.
 json run_dispatch(const RunTable& run);
 
@@ -52,7 +50,8 @@ json run_dispatch(const RunTable& run);
 // records. Torn record lines are reported on stderr. Throws InputError.
 void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats = {});
 // The table of `run` chosen over it and its repeats (read with read_run), listed under "repeats".
-// Throws InputError naming device.name when a repeat is of another GPU model, or is the run itself.
+// Throws InputError naming device.name when a repeat is of another GPU model, or is the run itself or
+// another repeat again.
 json dispatch_over_repeats(const RunTable& run, const std::vector<RunTable>& repeats);
 // A field of the "device" block of a run summary or a dispatch table ("" when absent); "name" is the GPU model.
 std::string device_field(const json& with_device, const char* key);

@@ -63,10 +63,10 @@ void export_fleet(const std::vector<fs::path>& runs, const fs::path& out, const 
   }
   std::vector<json> tables;
   for (size_t i = 0; i < runs.size(); ++i) {
-    RunTable& t = read[i];
-    t.dispatch = repeats_of[i].empty() ? run_dispatch(t) : dispatch_over_repeats(t, repeats_of[i]);
-    t.dispatch["source"] = {{"run", runs[i].string()}, {"started", t.summary.value("started", json())}};
-    tables.push_back(std::move(t.dispatch));
+    const RunTable& t = read[i];
+    json table = repeats_of[i].empty() ? run_dispatch(t) : dispatch_over_repeats(t, repeats_of[i]);
+    table["source"] = {{"run", runs[i].string()}, {"started", t.summary.value("started", json())}};
+    tables.push_back(std::move(table));
   }
   const json fleet = make_fleet(tables);
   fs::create_directories(out);

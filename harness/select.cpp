@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include "harness/records.h"
+
 namespace convtune {
 
 static double median_ms(const json& r) { return r.at("time").at("median_ms").get<double>(); }
@@ -17,6 +19,11 @@ namespace {
 
 bool is_full(const json& r) { return r.value("fidelity", "full") != "brief"; }
 bool is_usable(const json& r) { return r.value("status", "") == "ok" && r.contains("time"); }
+// A failure that marks the candidate as never safe (a family's safe default avoids it), not only absent.
+bool is_wrong(const json& r) {
+  const std::string st = r.value("status", "");
+  return st == status::wrong_result || st == status::runtime_error;
+}
 
 // A run's record of each candidate of each problem: the latest usable full-fidelity record (a resumed run
 // appends, and the later replaces the earlier), else the latest full-fidelity failure. Brief records
@@ -73,9 +80,9 @@ std::vector<Choice> select_best(const std::vector<json>& records) {
   return out;
 }
 
-std::vector<json> combine_repeats(const std::vector<std::vector<json>>& runs) {
+std::vector<json> combine_repeats(const std::vector<const std::vector<json>*>& runs) {
   std::vector<RunIndex> idx;
-  for (const auto& records : runs) idx.push_back(index_run(records));
+  for (const auto* records : runs) idx.push_back(index_run(*records));
   std::map<std::string, std::set<std::string>> candidates;  // problem -> every candidate any run measured
   for (const RunIndex& run : idx)
     for (const auto& [problem, recs] : run)
@@ -91,7 +98,7 @@ std::vector<json> combine_repeats(const std::vector<std::vector<json>>& runs) {
         if (p == run.end() || !p->second.count(name)) continue;  // judged on the runs that measured it
         const json& r = *p->second.at(name);
         if (!is_usable(r)) {
-          if (failed == nullptr) failed = &r;
+          if (failed == nullptr || (is_wrong(r) && !is_wrong(*failed))) failed = &r;
           continue;
         }
         medians.push_back(median_ms(r));

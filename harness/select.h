@@ -37,7 +37,8 @@ std::vector<Choice> select_best(const std::vector<json>& records);
 // every run (a library whose time moves from run to run is judged by its slowest): per problem, a
 // candidate's record is its slowest run's, read as select_best reads a run, with every run's median under
 // "repeats"; one that failed in a run (no usable full-fidelity record there, only a failure) keeps that
-// failed record and is never chosen; one a run did not measure is judged on the runs that did.
-std::vector<json> combine_repeats(const std::vector<std::vector<json>>& runs);
+// failed record (the worst: a wrong result or runtime error before any other) and is never chosen; one a
+// run did not measure is judged on the runs that did.
+std::vector<json> combine_repeats(const std::vector<const std::vector<json>*>& runs);
 
 }  // namespace convtune

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -461,7 +462,7 @@ TEST(Repeats, EachCandidateKeepsItsSlowestRunAndAFailureAnywhereRulesItOut) {
                                record(p, "conv2d.constant", kBlock, "wrong_result", 0.010, 1),
                                record(p, "conv2d.coarsened", kCoarse, "ok", 0.060, 2),
                                record(p, "conv2d.coarsened", kCoarse, "runtime_error", 0, 2)};  // resumed: ok stands
-  const std::vector<json> both = combine_repeats({a, b});
+  const std::vector<json> both = combine_repeats({&a, &b});
   std::map<std::string, json> by;
   for (const json& r : both) by[r["problem_key"].get<std::string>() + " " + r["candidate"].get<std::string>()] = r;
   const auto at = [&](const Problem& q, const std::string& v, const json& c) -> const json& {
@@ -488,7 +489,7 @@ TEST(Repeats, EachCandidateKeepsItsSlowestRunAndAFailureAnywhereRulesItOut) {
   EXPECT_EQ(e["repeats"]["median_ms"], json({0.020, 0.019}));
   EXPECT_EQ(e["runner_up"]["candidate"], candidate_name("conv2d.cudnn", kAlgo));
   // One run read as select_best reads it: combining a run with nothing changes no choice.
-  EXPECT_EQ(make_dispatch(kSummary, combine_repeats({b}))["entries"][0]["candidate"],
+  EXPECT_EQ(make_dispatch(kSummary, combine_repeats({&b}))["entries"][0]["candidate"],
             make_dispatch(kSummary, b)["entries"][0]["candidate"]);
 }
 
@@ -530,4 +531,28 @@ TEST(Repeats, ExportTakesRepeatsOfTheSameGpuModelOnly) {
   }
   EXPECT_EQ(read_json(run.path / "dispatch.json"), d);
   EXPECT_THROW(export_run(run.path, {run.path}), InputError);  // a run is not its own repeat
+  try {
+    export_run(run.path, {repeat.path, repeat.path});
+    FAIL() << "a repeat given twice would count twice";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("given twice"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Repeats, AWrongResultInOneRunOutweighsATimeoutInAnother) {
+  // The family's safe default avoids a candidate that was ever wrong; over repeats it must still know.
+  const Problem p = conv2d(1024, 1024, 3), q = conv2d(512, 512, 3);
+  const std::vector<json> a = {record(p, "conv2d.constant", kBlock, "timeout", 0, 1),
+                               record(p, "conv2d.naive", kBlock, "ok", 0.030, 0),
+                               record(q, "conv2d.constant", kBlock, "ok", 0.004, 1),
+                               record(q, "conv2d.naive", kBlock, "ok", 0.008, 0)};
+  const std::vector<json> b = {record(p, "conv2d.constant", kBlock, "wrong_result", 0.010, 1),
+                               record(p, "conv2d.naive", kBlock, "ok", 0.031, 0)};
+  const std::vector<json> both = combine_repeats({&a, &b});
+  const auto it = std::find_if(both.begin(), both.end(), [&](const json& r) {
+    return r["problem_key"] == p.key() && r["variant"] == "conv2d.constant";
+  });
+  ASSERT_NE(it, both.end());
+  EXPECT_EQ((*it)["status"], "wrong_result");
+  EXPECT_EQ(make_dispatch(kSummary, both)["fallback"]["defaults"]["conv2d"]["variant"], "conv2d.naive");
 }
