@@ -387,7 +387,7 @@ int cmd_profile(const std::string& folder, const std::string& worker_targets, co
 
 // pack / unpack: every folder checked before any changes.
 int cmd_pack(const std::vector<std::string>& folders, bool pack) {
-  for (const auto& f : folders) require_run_folder(f, pack ? "pack" : "unpack");
+  for (const auto& f : folders) pack ? check_packable(f) : check_unpackable(f);
   for (const auto& f : folders) {
     const auto files = pack ? pack_run(f) : unpack_run(f);
     std::cout << f << ": " << (files.empty() ? (pack ? "already packed" : "not packed")

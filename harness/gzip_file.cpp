@@ -33,7 +33,13 @@ std::string read_gzip_file(const std::filesystem::path& path) {
   if (!in) throw InputError(path.string() + ": cannot be read");
   std::string text, chunk(kChunk, '\0');
   int n = 0;
-  while ((n = gzread(in, chunk.data(), unsigned(chunk.size()))) > 0) text.append(chunk.data(), size_t(n));
+  while ((n = gzread(in, chunk.data(), unsigned(chunk.size()))) > 0) {
+    if (gzdirect(in)) {  // zlib passes a file without the gzip header through as it is: an LFS pointer, say
+      gzclose(in);
+      throw InputError(path.string() + ": not a gzip file");
+    }
+    text.append(chunk.data(), size_t(n));
+  }
   // A truncated file ends with n == 0 and an error ("unexpected end of file"), not with n < 0.
   int code = Z_OK;
   gzerror(in, &code);

@@ -64,18 +64,26 @@ ConvertedFile convert(const fs::path& from, const fs::path& to, bool compress) {
 
 }  // namespace
 
+namespace {
 void require_run_folder(const fs::path& folder, const std::string& command) {
   if (!fs::exists(folder / "summary.json"))
     throw InputError(command + ": " + folder.string() + " is not a run folder (no summary.json)");
-}
-
-std::vector<ConvertedFile> pack_run(const fs::path& folder) {
-  require_run_folder(folder, "pack");
   if (!records_file_exists(folder / "records.jsonl"))
-    throw InputError("pack: " + folder.string() + " has no records.jsonl, nor records.jsonl.gz");
+    throw InputError(command + ": " + folder.string() + " has no records.jsonl, nor records.jsonl.gz");
+}
+}  // namespace
+
+void check_packable(const fs::path& folder) {
+  require_run_folder(folder, "pack");
   if (fs::exists(folder / "claims"))
     throw InputError("pack: " + folder.string() + " has claims/: a sweep is running there, or was killed "
                      "(finish it with convtune sweep --resume); it would append to a records.jsonl packed away");
+}
+
+void check_unpackable(const fs::path& folder) { require_run_folder(folder, "unpack"); }
+
+std::vector<ConvertedFile> pack_run(const fs::path& folder) {
+  check_packable(folder);
   require_zlib("gzip " + (folder / "records.jsonl").string());
   std::vector<ConvertedFile> out;
   for (const char* name : kPackedFiles)
@@ -84,9 +92,7 @@ std::vector<ConvertedFile> pack_run(const fs::path& folder) {
 }
 
 std::vector<ConvertedFile> unpack_run(const fs::path& folder) {
-  require_run_folder(folder, "unpack");
-  if (!records_file_exists(folder / "records.jsonl"))
-    throw InputError("unpack: " + folder.string() + " has no records.jsonl, nor records.jsonl.gz");
+  check_unpackable(folder);
   std::vector<ConvertedFile> out;
   for (const char* name : kPackedFiles)
     if (stored_records_file(folder / name) != folder / name) {

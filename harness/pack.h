@@ -16,8 +16,10 @@ struct ConvertedFile {
   std::uintmax_t from_bytes = 0, to_bytes = 0;
 };
 
-// Throws InputError naming `folder` unless it holds summary.json; `command` starts the message.
-void require_run_folder(const std::filesystem::path& folder, const std::string& command);
+// What pack_run / unpack_run refuse, checked without changing anything (so that a command given several
+// folders changes none when one is refused): InputError naming the folder.
+void check_packable(const std::filesystem::path& folder);
+void check_unpackable(const std::filesystem::path& folder);
 
 // Each plain file: <name>.gz.tmp written, read back and compared with it, renamed to <name>.gz, and only
 // then the plain file removed. Returns the files converted: none when the folder is already packed.

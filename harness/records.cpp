@@ -37,6 +37,11 @@ std::string record_key(const json& record) {
 }
 
 RecordWriter::RecordWriter(const std::filesystem::path& path) : path_(path) {
+  // A new plain file beside a packed one would hide it from readers (they take the plain file), and a
+  // later pack would replace the .gz with it: writers unpack a packed run first (unpack_run).
+  if (!std::filesystem::exists(path) && std::filesystem::exists(packed_path(path)))
+    throw InputError("cannot append to " + path.string() + ": the run is packed (" + packed_path(path).string() +
+                     "); convtune unpack it first");
   fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);  // read: ends_mid_line
   if (fd_ < 0) throw std::runtime_error("cannot open " + path.string() + " for appending");
 }

@@ -34,7 +34,8 @@ std::string candidate_name(const std::string& variant, const json& config);
 std::string record_key(const json& record);
 
 // Several processes may append to one file (the workers of a multi-GPU sweep): each record is one
-// write(2) under an exclusive flock on an O_APPEND descriptor, so lines never interleave.
+// write(2) under an exclusive flock on an O_APPEND descriptor, so lines never interleave. Refuses
+// (InputError) a file that exists only packed (<name>.gz): unpack the run first.
 class RecordWriter {
  public:
   explicit RecordWriter(const std::filesystem::path& path);  // appends

@@ -7,21 +7,16 @@ Reads records.jsonl, or records.jsonl.gz in a packed run.
 """
 import argparse
 import collections
-import gzip
-import json
 import os
+import sys
 
-from convtune_plots.load import stored_jsonl
+from convtune_plots.load import read_records as load_records
 
 
 def read_records(run):
-    """The records of run's records.jsonl, or of records.jsonl.gz when the run is packed (convtune pack)."""
-    path = stored_jsonl(os.path.join(run, "records.jsonl"))
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                yield json.loads(line)
+    """The records of run's records.jsonl, or of records.jsonl.gz when the run is packed (convtune pack);
+    unreadable lines are warned about on stderr and left out."""
+    return load_records(os.path.join(run, "records.jsonl"), lambda m: print("warning: " + m, file=sys.stderr))
 
 
 def short_key(key):

@@ -169,6 +169,23 @@ TEST(Pack, ACorruptGzipIsAnErrorNamingIt) {
   fs::remove_all(run);
 }
 
+TEST(Pack, AGzNameOnAFileThatIsNotGzipIsAnError) {
+  // zlib reads a file without the gzip header through as it is: an LFS pointer must not read as records.
+  const fs::path run = small_run("notgzip");
+  fs::rename(run / "records.jsonl", run / "records.jsonl.gz");
+  EXPECT_TRUE(contains(input_error([&] { read_records(run / "records.jsonl"); }), "records.jsonl.gz: not a gzip file"));
+  fs::remove_all(run);
+}
+
+TEST(Pack, AppendingToAPackedFileIsRefused) {
+  // A new plain records.jsonl beside the .gz would hide it from every reader.
+  const fs::path run = small_run("append");
+  pack_run(run);
+  EXPECT_TRUE(contains(input_error([&] { RecordWriter(run / "records.jsonl").append(record(0)); }), "unpack it first"));
+  EXPECT_FALSE(fs::exists(run / "records.jsonl"));
+  fs::remove_all(run);
+}
+
 // Through the CLI on a copy of a shipped run: pack, export from the packed folder (the same dispatch table
 // and header as from the plain one), pack again, unpack (the same records.jsonl), and a folder that is not
 // a run (exit 2, one line naming it).
@@ -201,6 +218,10 @@ TEST(PackCli, ExportOfAPackedRunIsTheExportOfThePlainOne) {
   // Every folder is checked before any is packed.
   EXPECT_EQ(convtune_cli("pack " + packed.string() + " " + root.string(), out), 2) << out;
   EXPECT_EQ(out, "convtune: pack: " + root.string() + " is not a run folder (no summary.json)\n");
+  EXPECT_TRUE(fs::exists(packed / "records.jsonl"));
+  fs::create_directories(plain / "claims");  // a run a sweep may still append to: refused before any packing
+  EXPECT_EQ(convtune_cli("pack " + packed.string() + " " + plain.string(), out), 2) << out;
+  EXPECT_TRUE(contains(out, "claims/")) << out;
   EXPECT_TRUE(fs::exists(packed / "records.jsonl"));
   fs::remove_all(root);
 }
