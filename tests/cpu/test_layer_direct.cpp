@@ -109,6 +109,12 @@ TEST(LayerDirect, RefusalsSayWhy) {
   EXPECT_TRUE(contains(fwd.can_implement(p, c, dev).reason, "pix_per_thread must divide tile_w"));
   c = {{"tile_w", 64}, {"tile_h", 8}, {"maps", 64}, {"maps_per_thread", 4}, {"pix_per_thread", 2}, {"rows_per_thread", 1}, {"in_chunk", 1}, {"stages", 1}};
   EXPECT_TRUE(contains(fwd.can_implement(p, c, dev).reason, "threads > device limit")) << fwd.can_implement(p, c, dev).reason;
+  // Two stages overlap copies only with cp.async (sm_80 and later).
+  Config staged = {{"tile_w", 32}, {"tile_h", 4}, {"maps", 16}, {"maps_per_thread", 8}, {"pix_per_thread", 4}, {"rows_per_thread", 1}, {"in_chunk", 4}, {"stages", 2}};
+  EXPECT_TRUE(fwd.can_implement(p, staged, dev)) << fwd.can_implement(p, staged, dev).reason;
+  DeviceInfo turing = dev;
+  turing.cc_major = 7, turing.cc_minor = 5;
+  EXPECT_TRUE(contains(fwd.can_implement(p, staged, turing).reason, "compute capability 8.0"));
   p.dims["r"] = p.dims["s"] = 17;
   p.dims["pad_h"] = p.dims["pad_w"] = 0;
   EXPECT_TRUE(contains(fwd.can_implement(p, c, dev).reason, "16x16"));

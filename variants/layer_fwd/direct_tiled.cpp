@@ -36,7 +36,7 @@ ParamSpace DirectTiledVariant::space(const Problem& p, const DeviceInfo&) const 
       .add("stages", "chunks in shared memory (2: the next is copied while one is computed)", layer_values({1, 2}), 1);
 }
 
-Status DirectTiledVariant::constraints(const LayerShape& l, const Config& c, const DeviceInfo&) const {
+Status DirectTiledVariant::constraints(const LayerShape& l, const Config& c, const DeviceInfo& dev) const {
   const Correlation k = correlation(l);
   if (l.r > 16 || l.s > 16) return Status::no("filter larger than 16x16: the kernel unrolls every tap");
   if (cfg_value(c, "maps") % cfg_value(c, "maps_per_thread") != 0) return Status::no("maps_per_thread must divide maps");
@@ -50,6 +50,8 @@ Status DirectTiledVariant::constraints(const LayerShape& l, const Config& c, con
   if (cfg_value(c, "tile_h") % cfg_value(c, "rows_per_thread") != 0) return Status::no("rows_per_thread must divide tile_h");
   if (cfg_value(c, "in_chunk") > k.in_maps && cfg_value(c, "in_chunk") > 1)
     return Status::no("in_chunk larger than the " + std::to_string(k.in_maps) + " input maps");
+  if (cfg_value(c, "stages") > 1 && dev.cc_major < 8)  // below sm_80 staging is a plain load: no overlap
+    return Status::no("stages = 2 overlaps copies with cp.async: compute capability 8.0 or later");
   if (cfg_value(c, "stages") > 1 && cfg_value(c, "in_chunk") >= k.in_maps)
     return Status::no("stages = 2 with one chunk of the " + std::to_string(k.in_maps) + " input maps: nothing to overlap");
   const int64_t threads = cfg_value(c, "tile_w") / cfg_value(c, "pix_per_thread") *
