@@ -125,10 +125,17 @@ __device__ __forceinline__ void store_patch(float* __restrict__ out, const float
   }
 }
 
-// Bulk staging's setup: the ring zeroed (columns outside the image stay so) and the mbarriers made.
+// Bulk staging's setup: the ring's columns outside the image zeroed (the copies never write them, so they
+// stay zero) and the mbarriers made. A strip inside the image zeroes nothing: zeroing its whole ring cost
+// a short segment about as many shared-memory writes as its copies. (lo and hi are multiples of 4 here.)
 __device__ __forceinline__ void bulk_setup(const Strip& s, int tid) {
-  for (int e = tid; e < RING * VEC_COLS; e += THREADS) reinterpret_cast<float4*>(s.ring)[e] = make_float4(0, 0, 0, 0);
-  bulk_fence();
+  if (s.lo > 0 || s.hi < PITCH) {
+    for (int e = tid; e < RING * VEC_COLS; e += THREADS) {
+      const int c = 4 * (e % VEC_COLS);
+      if (c < s.lo || c >= s.hi) reinterpret_cast<float4*>(s.ring)[e] = make_float4(0, 0, 0, 0);
+    }
+    bulk_fence();
+  }
   if (tid == 0)
     for (int b = 0; b < STAGES; ++b) bulk_init(s.bars + b);
   __syncthreads();
