@@ -26,7 +26,9 @@ inline int spectral_step_x(int n, int64_t r) {
   const int v = std::max(1, spectral_valid(n, r));
   return v >= 8 ? v / 8 * 8 : v;
 }
-inline int spectral_x_start(int n, int64_t r) { return std::max(1, spectral_valid(n, r)) >= 8 && r % 8 != 0 ? int(r % 8) - 8 : 0; }
+inline int spectral_x_start(int n, int64_t r) { return spectral_step_x(n, r) >= 8 && r % 8 != 0 ? int(r % 8) - 8 : 0; }
+// float2s a shared row of an N-point line, as conv2d_spectral_fft.cuh's PITCH.
+inline int spectral_pitch(int n) { return n + 8; }
 inline unsigned spectral_tile_pairs(int n, int64_t r, int64_t w) {
   const int64_t tiles = (w - spectral_x_start(n, r) + spectral_step_x(n, r) - 1) / spectral_step_x(n, r);
   return unsigned((tiles + 1) / 2);

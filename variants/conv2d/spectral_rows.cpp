@@ -24,7 +24,7 @@ struct RowsShape {
   int ty, steps, regs;
   int threads() const { return ty * (kLineFft / kPointsPerThread); }
   int ring(const Conv2d& c) const { return ty + 2 * int(c.r); }
-  int smem_bytes(const Conv2d& c) const { return ((ring(c) + ty) * (kLineFft + 8) + kLineFft) * 8; }  // ring, sums, twiddles
+  int smem_bytes(const Conv2d& c) const { return ((ring(c) + ty) * spectral_pitch(kLineFft) + kLineFft) * 8; }  // ring, sums, twiddles
   int all_steps(const Conv2d& c) const { return int(ceil_div(c.h, ty)); }
   dim3 grid(const Conv2d& c) const {
     return dim3(spectral_tile_pairs(kLineFft, c.r, c.w), ceil_div(all_steps(c), std::min(steps, all_steps(c))));

@@ -15,7 +15,7 @@ namespace {
 struct SpectralShape {
   int n, p, threads;
   int v_or_1(const Conv2d& c) const { return std::max(1, spectral_valid(n, c.r)); }  // for the grid of any config
-  int smem_bytes() const { return (n * (n + 8) + n) * 8; }  // the tile (pitch n + 8) and the twiddles
+  int smem_bytes() const { return (n * spectral_pitch(n) + n) * 8; }  // the tile and the twiddles
   dim3 grid(const Conv2d& c) const { return dim3(spectral_tile_pairs(n, c.r, c.w), ceil_div(c.h, v_or_1(c))); }
 };
 
