@@ -63,6 +63,8 @@ const std::vector<std::string>& included_sources(const std::string& source) {
   return by_source.at(source);
 }
 
+std::string jit_target(const std::string& arch) { return arch == "sm_90" ? "sm_90a" : arch; }
+
 std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& arch) {
   const std::string& text = embedded_source(program.source);
   const std::vector<std::string>& headers = included_sources(program.source);
@@ -74,7 +76,7 @@ std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& ar
   nvrtcProgram prog = nullptr;
   CT_NVRTC(nvrtcCreateProgram(&prog, text.c_str(), program.source.c_str(), int(headers.size()), header_texts.data(),
                               header_names.data()));
-  std::vector<std::string> options = {"--gpu-architecture=" + arch, "--std=c++17", "-default-device",
+  std::vector<std::string> options = {"--gpu-architecture=" + jit_target(arch), "--std=c++17", "-default-device",
                                       "--extra-device-vectorization"};
   options.insert(options.end(), program.options.begin(), program.options.end());
   std::vector<const char*> argv;
@@ -168,7 +170,7 @@ std::string JitCache::key(const JitProgram& program) const {
   nvrtcVersion(&major, &minor);
   std::string material = embedded_source(program.source);
   for (const auto& h : included_sources(program.source)) material += '\0' + embedded_source(h);
-  material += '\0' + arch_ + '\0' + std::to_string(major) + "." + std::to_string(minor);
+  material += '\0' + jit_target(arch_) + '\0' + std::to_string(major) + "." + std::to_string(minor);
   for (const auto& o : program.options) material += '\0' + o;
   uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : material) {

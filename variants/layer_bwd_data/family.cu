@@ -27,7 +27,8 @@ class LayerBwdDataFamily : public LayerConvolutionFamily {
     return {{"dy", l.y_elements()}, {"filter", l.filter_elements()}, {"dx", l.x_elements()}};
   }
   // As layer_fwd's, plus stride 2 with a 1x1 filter (every other pixel gets nothing) and a last row no
-  // output reads (h = 10, r = 3, u = 2). Values in dims() order: n c h w k r s pad_h pad_w u v precision.
+  // output reads (h = 10, r = 3, u = 2), and C = 70 over K = 33 (two column tiles of 64 in the GEMMs).
+  // Values in dims() order: n c h w k r s pad_h pad_w u v precision.
   std::vector<Problem> test_problems() const override {
     std::vector<Problem> out;
     for (const std::vector<int64_t>& v : std::vector<std::vector<int64_t>>{{1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0},
@@ -37,7 +38,8 @@ class LayerBwdDataFamily : public LayerConvolutionFamily {
                                                                          {2, 5, 31, 29, 7, 7, 7, 3, 3, 2, 2, 0},
                                                                          {1, 8, 10, 12, 3, 3, 2, 0, 1, 2, 1, 0},
                                                                          {2, 3, 9, 8, 4, 1, 1, 0, 0, 2, 2, 0},
-                                                                         {1, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 1}})
+                                                                         {1, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 1},
+                                                                         {2, 70, 9, 11, 33, 3, 3, 1, 1, 1, 1, 0}})
       out.push_back(layer_problem(kLayerBwdData, dims(), v));
     return out;
   }

@@ -30,7 +30,8 @@ class LayerFwdFamily : public LayerConvolutionFamily {
     return ops;
   }
   // Odd sizes, C = 1 and K = 1, R != S, stride 2 and mixed strides, pad 0 and > 0, 1x1, n > 1, bias and
-  // ReLU alone and together, tf32. Values in dims() order: n c h w k r s pad_h pad_w u v bias relu precision.
+  // ReLU alone and together, tf32, and K = 70 maps over C = 33 (two column tiles of 64, a sum of 297
+  // terms: partial GEMM tiles everywhere). Values in dims() order: n c h w k r s pad_h pad_w u v bias relu precision.
   std::vector<Problem> test_problems() const override {
     std::vector<Problem> out;
     for (const std::vector<int64_t>& v : std::vector<std::vector<int64_t>>{{1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0},
@@ -40,7 +41,8 @@ class LayerFwdFamily : public LayerConvolutionFamily {
                                                                          {2, 5, 31, 29, 7, 7, 7, 3, 3, 2, 2, 1, 1, 0},
                                                                          {1, 8, 10, 12, 3, 3, 2, 0, 1, 1, 2, 0, 0, 0},
                                                                          {4, 2, 6, 7, 16, 3, 3, 1, 1, 2, 1, 0, 1, 0},
-                                                                         {1, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 0, 0, 1}})
+                                                                         {1, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 0, 0, 1},
+                                                                         {2, 33, 9, 11, 70, 3, 3, 1, 1, 1, 1, 1, 1, 0}})
       out.push_back(layer_problem(kLayerFwd, dims(), v));
     return out;
   }

@@ -77,7 +77,7 @@ JitLayerPlan::JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaun
     functions_.push_back(module_->function(l.kernel));
     const int threads = int(l.block.x * l.block.y * l.block.z);
     const KernelAttributes a = kernel_attributes(functions_.back(), threads, l.dynamic_smem);
-    if (functions_.size() == 1) attrs_ = a;
+    if (functions_.size() == 1 || l.main) attrs_ = a;
   }
 }
 

@@ -49,6 +49,7 @@ struct LayerLaunch {
   std::string kernel;  // the __global__ function's name in the program
   dim3 grid, block;
   int dynamic_smem = 0;
+  bool main = false;  // its attributes are the plan's (registers, occupancy); else the first launch's
 };
 
 // A launch's block, grid and shared memory fit the device; the reason names the limit otherwise.
@@ -67,7 +68,7 @@ class JitLayerPlan : public Plan {
                std::vector<size_t> alignments = {});
   void bind(const Operands& ops, cudaStream_t stream) override;
   void run(cudaStream_t stream) override;
-  KernelAttributes attributes() const override { return attrs_; }  // of the first (main) kernel
+  KernelAttributes attributes() const override { return attrs_; }  // of the main launch
   size_t workspace_bytes() const override { return workspace_.bytes(); }
   json details() const override { return details_; }
   void set_details(json d) { details_ = std::move(d); }

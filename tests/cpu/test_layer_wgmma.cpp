@@ -1,0 +1,127 @@
+// The wgmma implicit-GEMM variants without a GPU: their programs compile for sm_90 (NVRTC's sm_90a) over
+// the whole space on the ResNet shape and a sample elsewhere; compute capability and precision
+// rules; the cost model. Their arithmetic is checked against the float64 reference by the
+// GPU suite.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness/family.h"
+#include "harness/variant.h"
+#include "variants/layer_fwd/implicit_gemm.h"
+#include "variants/layer_fwd/layer_variant.h"
+
+#include "tests/cpu/test_support.h"
+
+using namespace convtune;
+using namespace convtune::test;
+
+namespace {
+
+const char* const kPasses[] = {"layer_fwd", "layer_bwd_data"};
+
+const Variant& wgmma(const std::string& family) { return Registry::instance().get(family + ".implicit_gemm_wgmma"); }
+
+Problem shape(const std::string& family, std::vector<int64_t> values) {
+  return layer_problem(family, find_family(family).dims(), values);
+}
+// The 56x56 ResNet stage (n c h w k r s pad_h pad_w u v).
+Problem resnet(const std::string& family) { return shape(family, {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1}); }
+
+Config config(const char* math, int warpgroups, int stages) {
+  return {{"math", math}, {"warpgroups", warpgroups}, {"stages", stages}};
+}
+
+// Every config on the ResNet shape (tf32 through a precision = 1 copy), every 3rd elsewhere.
+std::vector<JitProgram> programs(const std::string& family) {
+  const Variant& v = wgmma(family);
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  Problem relaxed = resnet(family);
+  relaxed.dims["precision"] = 1;
+  std::vector<JitProgram> out;
+  std::set<std::string> seen;
+  std::vector<Problem> problems = {relaxed};
+  for (const Problem& p : find_family(family).test_problems()) problems.push_back(p);
+  for (size_t pi = 0; pi < problems.size(); ++pi) {
+    size_t i = 0;
+    for (const Config& c : v.space(problems[pi], dev).enumerate()) {
+      if (!v.can_implement(problems[pi], c, dev) || (pi > 0 && i++ % 3 != 0)) continue;
+      for (const JitProgram& prog : v.programs(problems[pi], c))
+        if (seen.insert(prog.describe()).second) out.push_back(prog);
+    }
+  }
+  EXPECT_GE(out.size(), 18u) << family;
+  return out;
+}
+
+}  // namespace
+
+TEST(LayerWgmmaCompile, Forward) { expect_all_compile(programs("layer_fwd")); }
+TEST(LayerWgmmaCompile, BackwardData) { expect_all_compile(programs("layer_bwd_data")); }
+
+TEST(LayerWgmma, JitTargetIsArchSpecificOnHopper) {
+  EXPECT_EQ(jit_target("sm_90"), "sm_90a");
+  EXPECT_EQ(jit_target("sm_80"), "sm_80");
+  EXPECT_EQ(jit_target("sm_100"), "sm_100");
+}
+
+TEST(LayerWgmma, OnlyComputeCapability90) {
+  for (const char* family : kPasses) {
+    DeviceInfo dev = DeviceInfo::offline_sm90();
+    const Config c = config(kMath3xTf32, 2, 3);
+    EXPECT_TRUE(wgmma(family).can_implement(resnet(family), c, dev).ok) << family;
+    for (auto cc : {std::pair{8, 0}, std::pair{8, 9}, std::pair{10, 0}}) {
+      dev.cc_major = cc.first, dev.cc_minor = cc.second;
+      const Status s = wgmma(family).can_implement(resnet(family), c, dev);
+      EXPECT_FALSE(s.ok) << family << " cc " << cc.first << "." << cc.second;
+      EXPECT_TRUE(contains(s.reason, "compute capability 9.0")) << s.reason;
+    }
+  }
+}
+
+TEST(LayerWgmma, PrecisionRulesAndTolerance) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  for (const char* family : kPasses) {
+    const Variant& v = wgmma(family);
+    Problem p = resnet(family);
+    const Status strict = v.can_implement(p, config(kMathTf32, 2, 3), dev);
+    EXPECT_FALSE(strict.ok) << family;
+    EXPECT_TRUE(contains(strict.reason, "precision")) << strict.reason;
+    EXPECT_FALSE(v.can_implement(p, config(kMathFp32, 2, 3), dev).ok) << family;
+    // 3xTF32 is held to the strict fp32 bound of an fp32 sum of the same length.
+    const Variant& fp32 = Registry::instance().get(std::string(family) + ".implicit_gemm");
+    EXPECT_EQ(v.tolerance(p, config(kMath3xTf32, 2, 3)).rel_l2,
+              fp32.tolerance(p, {{"math", kMathFp32}, {"tile", "128x64x8"}, {"stages", 2}, {"splits", 1}}).rel_l2);
+    p.dims["precision"] = 1;
+    EXPECT_TRUE(v.can_implement(p, config(kMathTf32, 2, 3), dev).ok) << family;
+    EXPECT_GT(v.tolerance(p, config(kMathTf32, 2, 3)).rel_l2, 1e-4);
+  }
+}
+
+TEST(LayerWgmma, SpaceValues) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = wgmma("layer_fwd");
+  const Problem p = resnet("layer_fwd");
+  EXPECT_FALSE(v.can_implement(p, config(kMath3xTf32, 3, 3), dev).ok);
+  EXPECT_FALSE(v.can_implement(p, config(kMath3xTf32, 2, 5), dev).ok);
+  EXPECT_TRUE(v.can_implement(p, config(kMath3xTf32, 4, 4), dev).ok);  // 197 KB of shared memory fits 227
+  // Few columns (K = 16 maps, C = 3 backward-data) pad the 64-wide tile with zeros: allowed, the sweep
+  // measures what they cost.
+  EXPECT_TRUE(v.can_implement(shape("layer_fwd", {8, 1, 64, 64, 16, 5, 5, 2, 2, 1, 1}), config(kMath3xTf32, 2, 3), dev).ok);
+  EXPECT_TRUE(wgmma("layer_bwd_data")
+                  .can_implement(shape("layer_bwd_data", {2, 3, 32, 32, 64, 3, 3, 1, 1, 1, 1}), config(kMath3xTf32, 2, 3), dev)
+                  .ok);
+}
+
+TEST(LayerWgmma, CostCountsTheGemmAndTheSplitFilter) {
+  const Variant& v = wgmma("layer_fwd");
+  const Problem p = resnet("layer_fwd");
+  const Cost c = v.cost(p, config(kMath3xTf32, 4, 4));
+  const double m = 32.0 * 56 * 56, n = 64, t = 576;
+  EXPECT_DOUBLE_EQ(c.flops_variant, 2 * m * n * t);
+  // 18 k-tiles of one 64-column tile, 16 KB each, written once and read by each of the 392 row tiles.
+  const double split = 18.0 * 16384;
+  EXPECT_DOUBLE_EQ(c.bytes_model, 392 * split + 4 * (m * t + m * n) + split);
+}

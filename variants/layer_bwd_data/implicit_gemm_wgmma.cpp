@@ -1,0 +1,20 @@
+// layer_bwd_data.implicit_gemm_wgmma: dx as the GEMM over (img, y, x) x c x (k, i, j) on wgmma; see
+// variants/layer_fwd/wgmma_gemm.h.
+#include "variants/layer_bwd_data/layer_bwd_data.h"
+#include "variants/layer_fwd/wgmma_gemm.h"
+
+namespace convtune {
+namespace {
+
+class LayerBwdDataWgmmaGemm : public WgmmaGemmVariant {
+ public:
+  LayerBwdDataWgmmaGemm() : WgmmaGemmVariant(GemmPass::bwd_data) {}
+  std::string name() const override { return "layer_bwd_data.implicit_gemm_wgmma"; }
+  std::string family() const override { return kLayerBwdData; }
+};
+
+}  // namespace
+
+CONVTUNE_REGISTER_VARIANT(LayerBwdDataWgmmaGemm);
+
+}  // namespace convtune

@@ -1,0 +1,269 @@
+// Implicit-GEMM kernel of the forward and backward-data passes on Hopper's warpgroup MMA (wgmma, sm_90a):
+// D[m][n] = sum_t A(m,t) B(t,n), A gathered from the image (x or dy), B the filter.
+//   split_filter_kernel: B once per call into tf32 "big" (rounded) and "small" (the remainder) tiles, in
+//     the K-major 128-byte-swizzled layout wgmma reads, one 16 KB block (big, then small) per
+//     (n-tile, k-tile): tf32 wgmma reads B only from shared memory, and only K-major.
+//   wgmma_gemm_kernel: WGS warpgroups, each 64 rows of the BM = 64*WGS tile and all BN = 64 columns. A is
+//     gathered by 4-byte cp.async (zero fill) into As[k][m], read as wgmma register fragments and split;
+//     the B block of each k-tile comes by one bulk copy on an mbarrier. Per k8 step, MATH 1 (3xTF32)
+//     issues a_small*B_big, a_big*B_small, a_big*B_big; MATH 2 (TF32) a_big*B_big. Each k-tile's wgmma's
+//     start from a fresh accumulator that is added to the fp32 sum once the tile drains: the tensor
+//     core truncates as it accumulates (measured: as mma.sync does), so long chains drift.
+// Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data), MATH (1, 2),
+// WGS (1, 2, 4), STAGES (2..4), BIAS and RELU (forward).
+#include "async_copy.cuh"
+#include "layer_implicit_gemm_gather.cuh"
+
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "wgmma needs the arch-specific target sm_90a"
+#endif
+#ifndef BIAS
+#define BIAS 0
+#endif
+#ifndef RELU
+#define RELU 0
+#endif
+
+struct DefinedShape {
+  static constexpr int n = N, c = C, h = H, w = W, k = K, r = R, s = S, pad_h = PAD_H, pad_w = PAD_W, u = U,
+                       v = V, p = P, q = Q;
+};
+#if PASS == 0
+using Gemm = igemm::FwdGemm;
+#else
+using Gemm = igemm::BwdDataGemm;
+#endif
+
+constexpr int BM = 64 * WGS, BN = 64, BK = 32, kThreads = 128 * WGS;
+constexpr int kLdA = BM + 8;  // As[k][m]: a row stride of 8 mod 32 words makes the fragment reads conflict-free
+constexpr int kAStageFloats = BK * kLdA;
+constexpr int kBTileBytes = BN * BK * 4;            // one 64 x 32 tf32 tile: a swizzle row of 128 B per n
+constexpr int kBBlockFloats = 2 * BN * BK;          // big + small
+constexpr int kBCopyBytes = MATH == 1 ? 2 * kBTileBytes : kBTileBytes;  // TF32 reads only the big tile
+constexpr int kTSize = PASS == 0 ? C * R * S : K * R * S;  // Gemm::t_size and n_size, as constants
+constexpr int kNSize = PASS == 0 ? K : C;
+constexpr int kKTiles = (kTSize + BK - 1) / BK, kNTiles = (kNSize + BN - 1) / BN;
+// The gather: lanes along m (consecutive m are consecutive pixels: coalesced), warps along k.
+constexpr int kSpanK = kThreads / 32, kCountF = BM / 32, kCountK = BK / kSpanK;
+static_assert(BK % kSpanK == 0, "the warps must split BK evenly");
+// Registers: 128 a thread (one 512-thread CTA, or more smaller ones, per SM).
+constexpr int kMinBlocks = 4 / WGS;
+
+// Byte offset of element (n, k) in a 64 x 32 tf32 tile, K-major, 128-byte swizzle: the 16-byte chunk k/4
+// of row n is XORed with n % 8 (the tile must start on a 1024-byte boundary).
+__device__ __forceinline__ unsigned swizzled_offset(int n, int k) {
+  return n * 128 + ((((k >> 2) ^ (n & 7)) & 7) << 4) + (k & 3) * 4;
+}
+// The shared-memory matrix descriptor of such a tile: start address, leading offset 1 (unused when
+// swizzled), stride 1024 B between 8-row groups, 128-byte swizzle.
+__device__ __forceinline__ unsigned long long tile_descriptor(unsigned saddr) {
+  return (unsigned long long)((saddr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+// fp32 -> tf32 rounded to nearest (the low 13 bits cleared), as a bit pattern.
+__device__ __forceinline__ unsigned round_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+
+#define WGMMA_D32 \
+  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}"
+#define WGMMA_D32_OPERANDS(d)                                                                                  \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),  \
+      "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),  \
+      "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), \
+      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+// d (+)= a * B: m64n64k8, A from registers, B from the tile the descriptor names. ACCUMULATE 0 ignores d.
+template <int ACCUMULATE>
+__device__ __forceinline__ void wgmma_64x64x8(float (&d)[32], const unsigned (&a)[4], unsigned long long b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " WGMMA_D32
+               ", {%32,%33,%34,%35}, %36, %37, 1, 1;\n"
+               : WGMMA_D32_OPERANDS(d)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE));
+}
+
+// ---- B: the filter, split once per call -------------------------------------------------------------------
+// Element (n, t) of the zero-padded kNTiles*BN x kKTiles*BK B goes to block (n/BN, t/BK); consecutive
+// threads take consecutive t.
+__device__ __forceinline__ void split_filter(const float* __restrict__ filter, float* __restrict__ blocks) {
+  const DefinedShape s;
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= kNTiles * BN * kKTiles * BK) return;
+  const int n = e / (kKTiles * BK), t = e % (kKTiles * BK);
+  int off;
+  const bool valid = Gemm::b_at(s, Gemm::col(s, n), Gemm::tap(s, t), off);
+  const float x = valid ? filter[off] : 0.f;
+  const float big = __uint_as_float(round_tf32(x));
+  char* block = reinterpret_cast<char*>(blocks + ((n / BN) * kKTiles + t / BK) * kBBlockFloats);
+  *reinterpret_cast<float*>(block + swizzled_offset(n % BN, t % BK)) = big;
+  *reinterpret_cast<float*>(block + kBTileBytes + swizzled_offset(n % BN, t % BK)) = x - big;
+}
+
+// ---- A: gathered ----------------------------------------------------------------------------------------
+struct Rows {
+  Gemm::Row r[kCountF];
+};
+
+__device__ __forceinline__ void gather_a(float* as, const Rows& g, const float* __restrict__ a, int kt, int tid) {
+  const DefinedShape s;
+#pragma unroll
+  for (int ki = 0; ki < kCountK; ++ki) {
+    const int kk = tid / 32 + ki * kSpanK;
+    const Gemm::Tap tap = Gemm::tap(s, kt * BK + kk);
+#pragma unroll
+    for (int fi = 0; fi < kCountF; ++fi) {
+      int off;
+      const bool valid = Gemm::a_at(s, g.r[fi], tap, off);
+      cp_async<4>(as + kk * kLdA + tid % 32 + 32 * fi, a + off, valid);
+    }
+  }
+}
+
+// The A fragments of one k-tile (four k8 steps) for this thread, split: rows frag_m (+8), k = q (+4).
+__device__ __forceinline__ void load_fragments(const float* as, int frag_m, int q, unsigned (&big)[4][4],
+                                               unsigned (&small)[4][4]) {
+  const float* a = as + q * kLdA + frag_m;
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const float v[4] = {a[8 * ks * kLdA], a[8 * ks * kLdA + 8], a[(8 * ks + 4) * kLdA], a[(8 * ks + 4) * kLdA + 8]};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      big[ks][j] = round_tf32(v[j]);
+      small[ks][j] = __float_as_uint(v[j] - __uint_as_float(big[ks][j]));
+    }
+  }
+}
+
+// One k-tile's products into `part`, from a fresh accumulator; small terms first.
+__device__ __forceinline__ void multiply_tile(float (&part)[32], const unsigned (&big)[4][4],
+                                              const unsigned (&small)[4][4], unsigned long long b_big) {
+  const unsigned long long b_small = b_big + (kBTileBytes >> 4);
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const unsigned long long step = 2 * ks;  // 32 bytes along k within the swizzle row
+#if MATH == 1
+    if (ks == 0)
+      wgmma_64x64x8<0>(part, small[ks], b_big);
+    else
+      wgmma_64x64x8<1>(part, small[ks], b_big + step);
+    wgmma_64x64x8<1>(part, big[ks], b_small + step);
+    wgmma_64x64x8<1>(part, big[ks], b_big + step);
+#else
+    if (ks == 0)
+      wgmma_64x64x8<0>(part, big[ks], b_big);
+    else
+      wgmma_64x64x8<1>(part, big[ks], b_big + step);
+#endif
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ float epilogue(const float* __restrict__ bias, int n, float value) {
+#if BIAS
+  value += bias[n];
+#endif
+#if RELU
+  value = value < 0.f ? 0.f : value;
+#endif
+  return value;
+}
+
+// Accumulator element 4j + 2h + e: row frag_m + 8h, column 8j + 2q + e.
+__device__ __forceinline__ void store_tile(const float (&sum)[32], float* __restrict__ d,
+                                           const float* __restrict__ bias, int m_first, int n_first, int q) {
+  const DefinedShape s;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = m_first + 8 * h;
+    if (m >= Gemm::m_size(s)) continue;
+    const int d_row = Gemm::d_row(s, m);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int n = n_first + 8 * j + 2 * q + e;
+        if (n < kNSize) d[d_row + n * Gemm::d_col_stride(s)] = epilogue(bias, n, sum[4 * j + 2 * h + e]);
+      }
+  }
+}
+
+__device__ __forceinline__ void gemm(const float* __restrict__ a, const float* __restrict__ b_blocks,
+                                     const float* __restrict__ bias, float* __restrict__ d) {
+  // Dynamic shared memory is only promised 16-byte alignment; the swizzled tiles need 1024 (the launch
+  // asks for 1024 bytes of slack).
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024 - (shared_address(smem_raw) & 1023)) & 1023);
+  float* bs = reinterpret_cast<float*>(smem);  // STAGES B blocks of 16 KB
+  float* as = bs + STAGES * kBBlockFloats;     // STAGES A tiles
+  unsigned long long* bars = reinterpret_cast<unsigned long long*>(as + STAGES * kAStageFloats);
+  const DefinedShape s;
+  const int tid = threadIdx.x, lane = tid % 32, m_tile = blockIdx.x * BM, n_tile = blockIdx.y;
+  Rows g;
+#pragma unroll
+  for (int fi = 0; fi < kCountF; ++fi) g.r[fi] = Gemm::row(s, m_tile + tid % 32 + 32 * fi);
+  if (tid == 0)
+    for (int st = 0; st < STAGES; ++st) bulk_init(&bars[st]);
+  __syncthreads();
+  auto load_tile = [&](int kt) {
+    const int st = kt % STAGES;
+    gather_a(as + st * kAStageFloats, g, a, kt, tid);
+    if (tid == 0) {
+      bulk_expect(&bars[st], kBCopyBytes);
+      bulk_copy(bs + st * kBBlockFloats, b_blocks + (n_tile * kKTiles + kt) * kBBlockFloats, kBCopyBytes, &bars[st]);
+    }
+  };
+  // Group number i holds k-tile i (empty groups past the end keep the count).
+#pragma unroll
+  for (int st = 0; st < STAGES - 1; ++st) {
+    if (st < kKTiles) load_tile(st);
+    cp_async_commit();
+  }
+  float sum[32], part[32];
+#pragma unroll
+  for (int e = 0; e < 32; ++e) sum[e] = 0.f;
+  // This thread's fragment rows: warp w of the warpgroup owns rows 16w..16w+15 of the warpgroup's 64.
+  const int frag_m = 64 * (tid / 128) + 16 * (tid / 32 % 4) + lane / 4, q = lane % 4;
+  for (int kt = 0; kt < kKTiles; ++kt) {
+    const int st = kt % STAGES;
+    cp_async_wait<STAGES - 2>();
+    bulk_wait(&bars[st], (kt / STAGES) & 1);
+    __syncthreads();  // tile kt visible; every warpgroup has drained tile kt-1, whose stage is reloaded below
+    unsigned big[4][4], small[4][4];
+    load_fragments(as + st * kAStageFloats, frag_m, q, big, small);
+    multiply_tile(part, big, small, tile_descriptor(shared_address(bs + st * kBBlockFloats)));
+    // The gather of tile kt + STAGES - 1 runs while the tensor cores work on tile kt.
+    if (kt + STAGES - 1 < kKTiles) load_tile(kt + STAGES - 1);
+    cp_async_commit();
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+    for (int e = 0; e < 32; ++e) sum[e] += part[e];
+  }
+  cp_async_wait<0>();
+  store_tile(sum, d, bias, m_tile + frag_m, n_tile * BN, q);
+}
+
+// ---- entry points: the operands in the family's order, then the workspace (the split B blocks) ------------
+#if PASS == 0
+#if BIAS
+#define BIAS_PARAM const float* __restrict__ bias,
+#else
+#define BIAS_PARAM
+constexpr const float* bias = nullptr;
+#endif
+extern "C" __global__ void split_filter_kernel(const float* __restrict__ x, const float* __restrict__ filter,
+                                               BIAS_PARAM float* __restrict__ y, float* __restrict__ workspace) {
+  split_filter(filter, workspace);
+}
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
+    wgmma_gemm_kernel(const float* __restrict__ x, const float* __restrict__ filter, BIAS_PARAM float* __restrict__ y,
+                      const float* __restrict__ workspace) {
+  gemm(x, workspace, bias, y);
+}
+#else
+extern "C" __global__ void split_filter_kernel(const float* __restrict__ dy, const float* __restrict__ filter,
+                                               float* __restrict__ dx, float* __restrict__ workspace) {
+  split_filter(filter, workspace);
+}
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
+    wgmma_gemm_kernel(const float* __restrict__ dy, const float* __restrict__ filter, float* __restrict__ dx,
+                      const float* __restrict__ workspace) {
+  gemm(dy, workspace, nullptr, dx);
+}
+#endif

@@ -1,0 +1,107 @@
+#include "variants/layer_fwd/wgmma_gemm.h"
+
+#include "variants/layer_fwd/layer_fwd.h"
+
+namespace convtune {
+namespace {
+
+constexpr int kTileN = 64, kTileK = 32;  // the kernel's BN and BK
+constexpr int kBlockBytes = 2 * kTileN * kTileK * 4;  // one (n-tile, k-tile) of the split filter: big + small
+
+int tile_m(const Config& c) { return 64 * cfg_value(c, "warpgroups"); }
+
+int smem_bytes(const Config& c) {
+  const int stages = cfg_value(c, "stages");
+  // 1024 bytes of slack to align the swizzled tiles, the B blocks, the A tiles (rows of BM + 8), the mbarriers
+  return 1024 + stages * (kBlockBytes + 4 * kTileK * (tile_m(c) + 8)) + 8 * stages;
+}
+
+}  // namespace
+
+std::string WgmmaGemmVariant::summary() const {
+  return std::string("implicit GEMM of the ") + (pass_ == GemmPass::forward ? "forward" : "backward-data") +
+         " pass on Hopper's warpgroup MMA (wgmma; compute capability 9.0 only): the gathered image from "
+         "registers, the filter pre-split into tf32 tiles by bulk copy; 3xTF32 (fp32 accuracy) or TF32";
+}
+
+ParamSpace WgmmaGemmVariant::space(const Problem&, const DeviceInfo&) const {
+  ParamSpace s;
+  s.add("math", "3xTF32 (strict fp32) or TF32 (precision = 1 only)", {kMath3xTf32, kMathTf32})
+      .add("warpgroups", "warpgroups per CTA, each 64 rows of the GEMM tile (BM = 64 x warpgroups, BN 64)",
+           layer_values({1, 2, 4}))
+      .add("stages", "shared-memory pipeline depth (A by cp.async, B by bulk copy)", layer_values({2, 3, 4}));
+  return s;
+}
+
+Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const DeviceInfo& dev) const {
+  if (dev.cc_major != 9 || dev.cc_minor != 0)
+    return Status::no("wgmma needs compute capability 9.0 (this device is " + std::to_string(dev.cc_major) + "." +
+                      std::to_string(dev.cc_minor) + ")");
+  const std::string math = config_math(c);
+  if (math != kMath3xTf32 && math != kMathTf32) return Status::no("math must be 3xtf32 or tf32");
+  const int wgs = cfg_value(c, "warpgroups"), stages = cfg_value(c, "stages");
+  if (wgs != 1 && wgs != 2 && wgs != 4) return Status::no("warpgroups must be 1, 2 or 4");
+  if (stages < 2 || stages > 4) return Status::no("stages must be 2, 3 or 4");
+  const GemmExtent e = gemm_extent(pass_, l);
+  if (double(e.m) + tile_m(c) > 2147483647.0 || double(e.n) * double(e.t) > 2147483647.0)
+    return Status::no("GEMM too large for the kernel's 32-bit indices");
+  return Status::yes();
+}
+
+Cost WgmmaGemmVariant::cost(const Problem& prob, const Config& c) const {
+  const LayerShape l(prob);
+  const GemmExtent e = gemm_extent(pass_, l);
+  const double m = double(e.m), n = double(e.n), t = double(e.t);
+  // bytes_model: the split filter (big + small) read by every m-tile, A (im2col-sized, as gathered) by every
+  // n-tile, the output written once, the split written once: the L2 -> SM traffic, approximately.
+  const double n_tiles = double(layer_div_up(e.n, kTileN)), m_tiles = double(layer_div_up(e.m, tile_m(c)));
+  const double split = n_tiles * double(layer_div_up(e.t, kTileK)) * kBlockBytes;
+  const double bytes = m_tiles * split + 4.0 * (n_tiles * m * t + m * n) + split;
+  return {prob.direct_flops(), 2.0 * m * n * t, operand_bytes(prob), bytes};
+}
+
+Tolerance WgmmaGemmVariant::tolerance(const Problem& prob, const Config& c) const {
+  const LayerShape l(prob);
+  return layer_tolerance(pass_ == GemmPass::forward ? forward_sum_length(l) : bwd_data_sum_length(l), config_math(c));
+}
+
+std::vector<std::string> WgmmaGemmVariant::defines(const LayerShape&, const Problem& prob, const Config& c) const {
+  std::vector<std::string> o = {layer_define("PASS", int(pass_)),
+                                layer_define("MATH", config_math(c) == kMath3xTf32 ? 1 : 2),
+                                layer_define("WGS", cfg_value(c, "warpgroups")),
+                                layer_define("STAGES", cfg_value(c, "stages"))};
+  if (pass_ == GemmPass::forward) {
+    o.push_back(layer_define("BIAS", prob.at("bias")));
+    o.push_back(layer_define("RELU", prob.at("relu")));
+  }
+  return o;
+}
+
+std::vector<LayerLaunch> WgmmaGemmVariant::launches(const LayerShape& l, const Config& c) const {
+  const GemmExtent e = gemm_extent(pass_, l);
+  const int64_t n_tiles = layer_div_up(e.n, kTileN);
+  const int64_t split_elements = n_tiles * kTileN * layer_div_up(e.t, kTileK) * kTileK;
+  return {{"split_filter_kernel", dim3(unsigned(layer_div_up(split_elements, 256))), dim3(256), 0},
+          {"wgmma_gemm_kernel", dim3(unsigned(layer_div_up(e.m, tile_m(c))), unsigned(n_tiles)),
+           dim3(unsigned(128 * cfg_value(c, "warpgroups"))), smem_bytes(c), true}};
+}
+
+size_t WgmmaGemmVariant::workspace_bytes(const LayerShape& l, const Config&) const {
+  const GemmExtent e = gemm_extent(pass_, l);
+  return size_t(layer_div_up(e.n, kTileN)) * size_t(layer_div_up(e.t, kTileK)) * kBlockBytes;
+}
+
+namespace {
+
+class LayerFwdWgmmaGemm : public WgmmaGemmVariant {
+ public:
+  LayerFwdWgmmaGemm() : WgmmaGemmVariant(GemmPass::forward) {}
+  std::string name() const override { return "layer_fwd.implicit_gemm_wgmma"; }
+  std::string family() const override { return kLayerFwd; }
+};
+
+}  // namespace
+
+CONVTUNE_REGISTER_VARIANT(LayerFwdWgmmaGemm);
+
+}  // namespace convtune
