@@ -5,15 +5,17 @@
 namespace convtune {
 namespace {
 
-constexpr int kTileN = 64, kTileK = 32;  // the kernel's BN and BK
-constexpr int kBlockBytes = 2 * kTileN * kTileK * 4;  // one (n-tile, k-tile) of the split filter: big + small
+constexpr int kTileK = 32;  // the kernel's BK
 
 int tile_m(const Config& c) { return 64 * cfg_value(c, "warpgroups"); }
+int tile_n(const Config& c) { return cfg_value(c, "tile_n"); }
+// One (n-tile, k-tile) block of the split filter: big + small.
+int block_bytes(const Config& c) { return 2 * tile_n(c) * kTileK * 4; }
 
 int smem_bytes(const Config& c) {
   const int stages = cfg_value(c, "stages");
   // 1024 bytes of slack to align the swizzled tiles, the B blocks, the A tiles (rows of BM + 8), the mbarriers
-  return 1024 + stages * (kBlockBytes + 4 * kTileK * (tile_m(c) + 8)) + 8 * stages;
+  return 1024 + stages * (block_bytes(c) + 4 * kTileK * (tile_m(c) + 8)) + 8 * stages;
 }
 
 }  // namespace
@@ -27,9 +29,15 @@ std::string WgmmaGemmVariant::summary() const {
 ParamSpace WgmmaGemmVariant::space(const Problem&, const DeviceInfo&) const {
   ParamSpace s;
   s.add("math", "3xTF32 (strict fp32) or TF32 (precision = 1 only)", {kMath3xTf32, kMathTf32})
-      .add("warpgroups", "warpgroups per CTA, each 64 rows of the GEMM tile (BM = 64 x warpgroups, BN 64)",
+      .add("warpgroups", "warpgroups per CTA, each 64 rows of the GEMM tile (BM = 64 x warpgroups)",
            layer_values({1, 2, 4}))
-      .add("stages", "shared-memory pipeline depth (A by cp.async, B by bulk copy)", layer_values({2, 3, 4}));
+      .add("tile_n", "GEMM columns per CTA (BN; 128 halves the gathers per product, at twice the registers)",
+           layer_values({64, 128}))
+      .add("stages", "shared-memory pipeline depth (A by cp.async, B by bulk copy)", layer_values({2, 3, 4}))
+      .add("schedule",
+           "drain: each k-tile's products complete before the next tile is read; overlap: tile k+1's "
+           "fragments are read and split while tile k's products run (one stage fewer ahead)",
+           {"drain", "overlap"});
   return s;
 }
 
@@ -41,7 +49,13 @@ Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const
   if (math != kMath3xTf32 && math != kMathTf32) return Status::no("math must be 3xtf32 or tf32");
   const int wgs = cfg_value(c, "warpgroups"), stages = cfg_value(c, "stages");
   if (wgs != 1 && wgs != 2 && wgs != 4) return Status::no("warpgroups must be 1, 2 or 4");
+  if (tile_n(c) != 64 && tile_n(c) != 128) return Status::no("tile_n must be 64 or 128");
+  // 128 columns: 64 accumulator registers twice; four warpgroups would leave under 128 registers a thread.
+  if (tile_n(c) == 128 && wgs == 4) return Status::no("tile_n 128 needs warpgroups 1 or 2 (registers)");
   if (stages < 2 || stages > 4) return Status::no("stages must be 2, 3 or 4");
+  const std::string schedule = c.at("schedule").get<std::string>();
+  if (schedule != "drain" && schedule != "overlap") return Status::no("schedule must be drain or overlap");
+  if (schedule == "overlap" && stages < 3) return Status::no("schedule overlap needs stages >= 3");
   const GemmExtent e = gemm_extent(pass_, l);
   if (double(e.m) + tile_m(c) > 2147483647.0 || double(e.n) * double(e.t) > 2147483647.0)
     return Status::no("GEMM too large for the kernel's 32-bit indices");
@@ -54,8 +68,8 @@ Cost WgmmaGemmVariant::cost(const Problem& prob, const Config& c) const {
   const double m = double(e.m), n = double(e.n), t = double(e.t);
   // bytes_model: the split filter (big + small) read by every m-tile, A (im2col-sized, as gathered) by every
   // n-tile, the output written once, the split written once: the L2 -> SM traffic, approximately.
-  const double n_tiles = double(layer_div_up(e.n, kTileN)), m_tiles = double(layer_div_up(e.m, tile_m(c)));
-  const double split = n_tiles * double(layer_div_up(e.t, kTileK)) * kBlockBytes;
+  const double n_tiles = double(layer_div_up(e.n, tile_n(c))), m_tiles = double(layer_div_up(e.m, tile_m(c)));
+  const double split = n_tiles * double(layer_div_up(e.t, kTileK)) * block_bytes(c);
   const double bytes = m_tiles * split + 4.0 * (n_tiles * m * t + m * n) + split;
   return {prob.direct_flops(), 2.0 * m * n * t, operand_bytes(prob), bytes};
 }
@@ -69,7 +83,9 @@ std::vector<std::string> WgmmaGemmVariant::defines(const LayerShape&, const Prob
   std::vector<std::string> o = {layer_define("PASS", int(pass_)),
                                 layer_define("MATH", config_math(c) == kMath3xTf32 ? 1 : 2),
                                 layer_define("WGS", cfg_value(c, "warpgroups")),
-                                layer_define("STAGES", cfg_value(c, "stages"))};
+                                layer_define("BN", tile_n(c)),
+                                layer_define("STAGES", cfg_value(c, "stages")),
+                                layer_define("OVERLAP", c.at("schedule").get<std::string>() == "overlap")};
   if (pass_ == GemmPass::forward) {
     o.push_back(layer_define("BIAS", prob.at("bias")));
     o.push_back(layer_define("RELU", prob.at("relu")));
@@ -79,16 +95,16 @@ std::vector<std::string> WgmmaGemmVariant::defines(const LayerShape&, const Prob
 
 std::vector<LayerLaunch> WgmmaGemmVariant::launches(const LayerShape& l, const Config& c) const {
   const GemmExtent e = gemm_extent(pass_, l);
-  const int64_t n_tiles = layer_div_up(e.n, kTileN);
-  const int64_t split_elements = n_tiles * kTileN * layer_div_up(e.t, kTileK) * kTileK;
+  const int64_t n_tiles = layer_div_up(e.n, tile_n(c));
+  const int64_t split_elements = n_tiles * tile_n(c) * layer_div_up(e.t, kTileK) * kTileK;
   return {{"split_filter_kernel", dim3(unsigned(layer_div_up(split_elements, 256))), dim3(256), 0},
           {"wgmma_gemm_kernel", dim3(unsigned(layer_div_up(e.m, tile_m(c))), unsigned(n_tiles)),
            dim3(unsigned(128 * cfg_value(c, "warpgroups"))), smem_bytes(c), true}};
 }
 
-size_t WgmmaGemmVariant::workspace_bytes(const LayerShape& l, const Config&) const {
+size_t WgmmaGemmVariant::workspace_bytes(const LayerShape& l, const Config& c) const {
   const GemmExtent e = gemm_extent(pass_, l);
-  return size_t(layer_div_up(e.n, kTileN)) * size_t(layer_div_up(e.t, kTileK)) * kBlockBytes;
+  return size_t(layer_div_up(e.n, tile_n(c))) * size_t(layer_div_up(e.t, kTileK)) * size_t(block_bytes(c));
 }
 
 namespace {

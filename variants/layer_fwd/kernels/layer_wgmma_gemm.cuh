@@ -1,16 +1,17 @@
 // Implicit-GEMM kernel of the forward and backward-data passes on Hopper's warpgroup MMA (wgmma, sm_90a):
 // D[m][n] = sum_t A(m,t) B(t,n), A gathered from the image (x or dy), B the filter.
 //   split_filter_kernel: B once per call into tf32 "big" (rounded) and "small" (the remainder) tiles, in
-//     the K-major 128-byte-swizzled layout wgmma reads, one 16 KB block (big, then small) per
-//     (n-tile, k-tile): tf32 wgmma reads B only from shared memory, and only K-major.
-//   wgmma_gemm_kernel: WGS warpgroups, each 64 rows of the BM = 64*WGS tile and all BN = 64 columns. A is
-//     gathered by 4-byte cp.async (zero fill) into As[k][m], read as wgmma register fragments and split;
+//     the K-major 128-byte-swizzled layout wgmma reads, one block (big, then small; 16 KB per 64 columns)
+//     per (n-tile, k-tile): tf32 wgmma reads B only from shared memory, and only K-major.
+//   wgmma_gemm_kernel: WGS warpgroups, each 64 rows of the BM = 64*WGS tile and all BN (64 or 128)
+//     columns. A is gathered by 4-byte cp.async (zero fill) into As[k][m], read as wgmma register fragments and split;
 //     the B block of each k-tile comes by one bulk copy on an mbarrier. Per k8 step, MATH 1 (3xTF32)
 //     issues a_small*B_big, a_big*B_small, a_big*B_big; MATH 2 (TF32) a_big*B_big. Each k-tile's wgmma's
 //     start from a fresh accumulator that is added to the fp32 sum once the tile drains: the tensor
 //     core truncates as it accumulates (measured: as mma.sync does), so long chains drift.
 // Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data), MATH (1, 2),
-// WGS (1, 2, 4), STAGES (2..4), BIAS and RELU (forward).
+// WGS (1, 2, 4), BN (64, 128), STAGES (2..4), OVERLAP (0: drain each tile's products before the next
+// tile; 1: read and split tile k+1 while tile k's products run; STAGES >= 3), BIAS and RELU (forward).
 #include "async_copy.cuh"
 #include "layer_implicit_gemm_gather.cuh"
 
@@ -34,10 +35,11 @@ using Gemm = igemm::FwdGemm;
 using Gemm = igemm::BwdDataGemm;
 #endif
 
-constexpr int BM = 64 * WGS, BN = 64, BK = 32, kThreads = 128 * WGS;
+constexpr int BM = 64 * WGS, BK = 32, kThreads = 128 * WGS;
+constexpr int kAcc = BN / 2;  // accumulator registers a thread
 constexpr int kLdA = BM + 8;  // As[k][m]: a row stride of 8 mod 32 words makes the fragment reads conflict-free
 constexpr int kAStageFloats = BK * kLdA;
-constexpr int kBTileBytes = BN * BK * 4;            // one 64 x 32 tf32 tile: a swizzle row of 128 B per n
+constexpr int kBTileBytes = BN * BK * 4;            // one BN x 32 tf32 tile: a swizzle row of 128 B per n
 constexpr int kBBlockFloats = 2 * BN * BK;          // big + small
 constexpr int kBCopyBytes = MATH == 1 ? 2 * kBTileBytes : kBTileBytes;  // TF32 reads only the big tile
 constexpr int kTSize = PASS == 0 ? C * R * S : K * R * S;  // Gemm::t_size and n_size, as constants
@@ -46,10 +48,12 @@ constexpr int kKTiles = (kTSize + BK - 1) / BK, kNTiles = (kNSize + BN - 1) / BN
 // The gather: lanes along m (consecutive m are consecutive pixels: coalesced), warps along k.
 constexpr int kSpanK = kThreads / 32, kCountF = BM / 32, kCountK = BK / kSpanK;
 static_assert(BK % kSpanK == 0, "the warps must split BK evenly");
-// Registers: 128 a thread (one 512-thread CTA, or more smaller ones, per SM).
-constexpr int kMinBlocks = 4 / WGS;
+// Registers: 128 a thread with BN 64 (one 512-thread CTA, or more smaller ones, per SM); BN 128 needs
+// two accumulators of 64.
+constexpr int kMinBlocks = BN == 64 ? 4 / WGS : WGS == 1 ? 2 : 1;
+static_assert(BN == 64 || BN == 128, "BN is 64 or 128");
 
-// Byte offset of element (n, k) in a 64 x 32 tf32 tile, K-major, 128-byte swizzle: the 16-byte chunk k/4
+// Byte offset of element (n, k) in a BN x 32 tf32 tile, K-major, 128-byte swizzle: the 16-byte chunk k/4
 // of row n is XORed with n % 8 (the tile must start on a 1024-byte boundary).
 __device__ __forceinline__ unsigned swizzled_offset(int n, int k) {
   return n * 128 + ((((k >> 2) ^ (n & 7)) & 7) << 4) + (k & 3) * 4;
@@ -62,19 +66,28 @@ __device__ __forceinline__ unsigned long long tile_descriptor(unsigned saddr) {
 // fp32 -> tf32 rounded to nearest (the low 13 bits cleared), as a bit pattern.
 __device__ __forceinline__ unsigned round_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
 
-#define WGMMA_D32 \
-  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}"
-#define WGMMA_D32_OPERANDS(d)                                                                                  \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),  \
-      "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),  \
-      "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), \
-      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-// d (+)= a * B: m64n64k8, A from registers, B from the tile the descriptor names. ACCUMULATE 0 ignores d.
+// d (+)= a * B: m64 x BN x k8, A from registers, B from the tile the descriptor names; ACCUMULATE 0 ignores d.
+// The accumulator is BN/2 registers a thread (the asm needs each one named).
 template <int ACCUMULATE>
-__device__ __forceinline__ void wgmma_64x64x8(float (&d)[32], const unsigned (&a)[4], unsigned long long b) {
-  asm volatile("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " WGMMA_D32
-               ", {%32,%33,%34,%35}, %36, %37, 1, 1;\n"
-               : WGMMA_D32_OPERANDS(d)
+__device__ __forceinline__ void wgmma_tile(float (&d)[32], const unsigned (&a)[4], unsigned long long b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, %37, 1, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE));
+}
+template <int ACCUMULATE>
+__device__ __forceinline__ void wgmma_tile(float (&d)[64], const unsigned (&a)[4], unsigned long long b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, %69, 1, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE));
 }
 
@@ -131,7 +144,7 @@ __device__ __forceinline__ void load_fragments(const float* as, int frag_m, int 
 }
 
 // One k-tile's products into `part`, from a fresh accumulator; small terms first.
-__device__ __forceinline__ void multiply_tile(float (&part)[32], const unsigned (&big)[4][4],
+__device__ __forceinline__ void multiply_tile(float (&part)[kAcc], const unsigned (&big)[4][4],
                                               const unsigned (&small)[4][4], unsigned long long b_big) {
   const unsigned long long b_small = b_big + (kBTileBytes >> 4);
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -140,16 +153,16 @@ __device__ __forceinline__ void multiply_tile(float (&part)[32], const unsigned 
     const unsigned long long step = 2 * ks;  // 32 bytes along k within the swizzle row
 #if MATH == 1
     if (ks == 0)
-      wgmma_64x64x8<0>(part, small[ks], b_big);
+      wgmma_tile<0>(part, small[ks], b_big);
     else
-      wgmma_64x64x8<1>(part, small[ks], b_big + step);
-    wgmma_64x64x8<1>(part, big[ks], b_small + step);
-    wgmma_64x64x8<1>(part, big[ks], b_big + step);
+      wgmma_tile<1>(part, small[ks], b_big + step);
+    wgmma_tile<1>(part, big[ks], b_small + step);
+    wgmma_tile<1>(part, big[ks], b_big + step);
 #else
     if (ks == 0)
-      wgmma_64x64x8<0>(part, big[ks], b_big);
+      wgmma_tile<0>(part, big[ks], b_big);
     else
-      wgmma_64x64x8<1>(part, big[ks], b_big + step);
+      wgmma_tile<1>(part, big[ks], b_big + step);
 #endif
   }
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -166,7 +179,7 @@ __device__ __forceinline__ float epilogue(const float* __restrict__ bias, int n,
 }
 
 // Accumulator element 4j + 2h + e: row frag_m + 8h, column 8j + 2q + e.
-__device__ __forceinline__ void store_tile(const float (&sum)[32], float* __restrict__ d,
+__device__ __forceinline__ void store_tile(const float (&sum)[kAcc], float* __restrict__ d,
                                            const float* __restrict__ bias, int m_first, int n_first, int q) {
   const DefinedShape s;
 #pragma unroll
@@ -175,7 +188,7 @@ __device__ __forceinline__ void store_tile(const float (&sum)[32], float* __rest
     if (m >= Gemm::m_size(s)) continue;
     const int d_row = Gemm::d_row(s, m);
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int n = n_first + 8 * j + 2 * q + e;
@@ -209,31 +222,53 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
       bulk_copy(bs + st * kBBlockFloats, b_blocks + (n_tile * kKTiles + kt) * kBBlockFloats, kBCopyBytes, &bars[st]);
     }
   };
+  float sum[kAcc], part[kAcc];
+#pragma unroll
+  for (int e = 0; e < kAcc; ++e) sum[e] = 0.f;
+  // This thread's fragment rows: warp w of the warpgroup owns rows 16w..16w+15 of the warpgroup's 64.
+  const int frag_m = 64 * (tid / 128) + 16 * (tid / 32 % 4) + lane / 4, q = lane % 4;
+  // Tiles in flight ahead of the one computed: OVERLAP keeps tile kt-1's products running while tile kt's
+  // fragments are read and split, so a stage is free again only two tiles later.
+  constexpr int kAhead = OVERLAP ? STAGES - 2 : STAGES - 1;
+  static_assert(kAhead >= 1, "OVERLAP needs STAGES >= 3");
   // Group number i holds k-tile i (empty groups past the end keep the count).
 #pragma unroll
-  for (int st = 0; st < STAGES - 1; ++st) {
+  for (int st = 0; st < kAhead; ++st) {
     if (st < kKTiles) load_tile(st);
     cp_async_commit();
   }
-  float sum[32], part[32];
-#pragma unroll
-  for (int e = 0; e < 32; ++e) sum[e] = 0.f;
-  // This thread's fragment rows: warp w of the warpgroup owns rows 16w..16w+15 of the warpgroup's 64.
-  const int frag_m = 64 * (tid / 128) + 16 * (tid / 32 % 4) + lane / 4, q = lane % 4;
   for (int kt = 0; kt < kKTiles; ++kt) {
     const int st = kt % STAGES;
-    cp_async_wait<STAGES - 2>();
+    cp_async_wait<kAhead - 1>();
     bulk_wait(&bars[st], (kt / STAGES) & 1);
-    __syncthreads();  // tile kt visible; every warpgroup has drained tile kt-1, whose stage is reloaded below
+    // Tile kt is visible, and every warpgroup has drained the products of the stage reloaded below
+    // (tile kt-1 without OVERLAP, kt-2 with it).
+    __syncthreads();
+    if (OVERLAP) {
+      if (kt + kAhead < kKTiles) load_tile(kt + kAhead);
+      cp_async_commit();
+    }
     unsigned big[4][4], small[4][4];
     load_fragments(as + st * kAStageFloats, frag_m, q, big, small);
+    if (OVERLAP && kt > 0) {
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+      for (int e = 0; e < kAcc; ++e) sum[e] += part[e];
+    }
     multiply_tile(part, big, small, tile_descriptor(shared_address(bs + st * kBBlockFloats)));
-    // The gather of tile kt + STAGES - 1 runs while the tensor cores work on tile kt.
-    if (kt + STAGES - 1 < kKTiles) load_tile(kt + STAGES - 1);
-    cp_async_commit();
+    if (!OVERLAP) {
+      // The gather of tile kt + STAGES - 1 runs while the tensor cores work on tile kt.
+      if (kt + kAhead < kKTiles) load_tile(kt + kAhead);
+      cp_async_commit();
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+      for (int e = 0; e < kAcc; ++e) sum[e] += part[e];
+    }
+  }
+  if (OVERLAP) {
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
-    for (int e = 0; e < 32; ++e) sum[e] += part[e];
+    for (int e = 0; e < kAcc; ++e) sum[e] += part[e];
   }
   cp_async_wait<0>();
   store_tile(sum, d, bias, m_tile + frag_m, n_tile * BN, q);
