@@ -9,8 +9,8 @@ constexpr int kTileK = 32;  // the kernel's BK
 
 int tile_m(const Config& c) { return 64 * cfg_value(c, "warpgroups"); }
 int tile_n(const Config& c) { return cfg_value(c, "tile_n"); }
-// One (n-tile, k-tile) block of the split filter: big + small.
-int block_bytes(const Config& c) { return 2 * tile_n(c) * kTileK * 4; }
+// One (n-tile, k-tile) block of the split filter: big + small tiles for 3xTF32, the big one for TF32.
+int block_bytes(const Config& c) { return (config_math(c) == kMath3xTf32 ? 2 : 1) * tile_n(c) * kTileK * 4; }
 
 int smem_bytes(const Config& c) {
   const int stages = cfg_value(c, "stages");
@@ -33,11 +33,7 @@ ParamSpace WgmmaGemmVariant::space(const Problem&, const DeviceInfo&) const {
            layer_values({1, 2, 4}))
       .add("tile_n", "GEMM columns per CTA (BN; 128 halves the gathers per product, at twice the registers)",
            layer_values({64, 128}))
-      .add("stages", "shared-memory pipeline depth (A by cp.async, B by bulk copy)", layer_values({2, 3, 4}))
-      .add("schedule",
-           "drain: each k-tile's products complete before the next tile is read; overlap: tile k+1's "
-           "fragments are read and split while tile k's products run (one stage fewer ahead)",
-           {"drain", "overlap"});
+      .add("stages", "shared-memory pipeline depth (A by cp.async, B by bulk copy)", layer_values({2, 3, 4}));
   return s;
 }
 
@@ -53,11 +49,9 @@ Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const
   // 128 columns: 64 accumulator registers twice; four warpgroups would leave under 128 registers a thread.
   if (tile_n(c) == 128 && wgs == 4) return Status::no("tile_n 128 needs warpgroups 1 or 2 (registers)");
   if (stages < 2 || stages > 4) return Status::no("stages must be 2, 3 or 4");
-  const std::string schedule = c.at("schedule").get<std::string>();
-  if (schedule != "drain" && schedule != "overlap") return Status::no("schedule must be drain or overlap");
-  if (schedule == "overlap" && stages < 3) return Status::no("schedule overlap needs stages >= 3");
   const GemmExtent e = gemm_extent(pass_, l);
-  if (double(e.m) + tile_m(c) > 2147483647.0 || double(e.n) * double(e.t) > 2147483647.0)
+  // The kernel indexes the GEMM rows and the split filter (the workspace, in floats) with int.
+  if (double(e.m) + tile_m(c) > 2147483647.0 || double(workspace_bytes(l, c)) / 4 > 2147483647.0)
     return Status::no("GEMM too large for the kernel's 32-bit indices");
   return Status::yes();
 }
@@ -84,8 +78,7 @@ std::vector<std::string> WgmmaGemmVariant::defines(const LayerShape&, const Prob
                                 layer_define("MATH", config_math(c) == kMath3xTf32 ? 1 : 2),
                                 layer_define("WGS", cfg_value(c, "warpgroups")),
                                 layer_define("BN", tile_n(c)),
-                                layer_define("STAGES", cfg_value(c, "stages")),
-                                layer_define("OVERLAP", c.at("schedule").get<std::string>() == "overlap")};
+                                layer_define("STAGES", cfg_value(c, "stages"))};
   if (pass_ == GemmPass::forward) {
     o.push_back(layer_define("BIAS", prob.at("bias")));
     o.push_back(layer_define("RELU", prob.at("relu")));

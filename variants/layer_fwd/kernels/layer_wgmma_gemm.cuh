@@ -1,17 +1,16 @@
 // Implicit-GEMM kernel of the forward and backward-data passes on Hopper's warpgroup MMA (wgmma, sm_90a):
 // D[m][n] = sum_t A(m,t) B(t,n), A gathered from the image (x or dy), B the filter.
 //   split_filter_kernel: B once per call into tf32 "big" (rounded) and "small" (the remainder) tiles, in
-//     the K-major 128-byte-swizzled layout wgmma reads, one block (big, then small; 16 KB per 64 columns)
-//     per (n-tile, k-tile): tf32 wgmma reads B only from shared memory, and only K-major.
+//     the K-major 128-byte-swizzled layout wgmma reads, one block (big, then small for 3xTF32; 8 KB a
+//     tile per 64 columns) per (n-tile, k-tile): tf32 wgmma reads B only from shared memory, K-major.
 //   wgmma_gemm_kernel: WGS warpgroups, each 64 rows of the BM = 64*WGS tile and all BN (64 or 128)
-//     columns. A is gathered by 4-byte cp.async (zero fill) into As[k][m], read as wgmma register fragments and split;
-//     the B block of each k-tile comes by one bulk copy on an mbarrier. Per k8 step, MATH 1 (3xTF32)
+//     columns. A is gathered by 4-byte cp.async (zero fill) into As[k][m], read as wgmma register
+//     fragments and split; the B block of each k-tile comes by one bulk copy on an mbarrier. Per k8 step, MATH 1 (3xTF32)
 //     issues a_small*B_big, a_big*B_small, a_big*B_big; MATH 2 (TF32) a_big*B_big. Each k-tile's wgmma's
 //     start from a fresh accumulator that is added to the fp32 sum once the tile drains: the tensor
 //     core truncates as it accumulates (measured: as mma.sync does), so long chains drift.
 // Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data), MATH (1, 2),
-// WGS (1, 2, 4), BN (64, 128), STAGES (2..4), OVERLAP (0: drain each tile's products before the next
-// tile; 1: read and split tile k+1 while tile k's products run; STAGES >= 3), BIAS and RELU (forward).
+// WGS (1, 2, 4), BN (64, 128), STAGES (2..4), BIAS and RELU (forward).
 #include "async_copy.cuh"
 #include "layer_implicit_gemm_gather.cuh"
 
@@ -40,14 +39,16 @@ constexpr int kAcc = BN / 2;  // accumulator registers a thread
 constexpr int kLdA = BM + 8;  // As[k][m]: a row stride of 8 mod 32 words makes the fragment reads conflict-free
 constexpr int kAStageFloats = BK * kLdA;
 constexpr int kBTileBytes = BN * BK * 4;            // one BN x 32 tf32 tile: a swizzle row of 128 B per n
-constexpr int kBBlockFloats = 2 * BN * BK;          // big + small
-constexpr int kBCopyBytes = MATH == 1 ? 2 * kBTileBytes : kBTileBytes;  // TF32 reads only the big tile
+constexpr int kBTiles = MATH == 1 ? 2 : 1;          // 3xTF32: big + small; TF32: big
+constexpr int kBBlockFloats = kBTiles * BN * BK;
+constexpr int kBCopyBytes = kBTiles * kBTileBytes;
 constexpr int kTSize = PASS == 0 ? C * R * S : K * R * S;  // Gemm::t_size and n_size, as constants
 constexpr int kNSize = PASS == 0 ? K : C;
 constexpr int kKTiles = (kTSize + BK - 1) / BK, kNTiles = (kNSize + BN - 1) / BN;
 // The gather: lanes along m (consecutive m are consecutive pixels: coalesced), warps along k.
 constexpr int kSpanK = kThreads / 32, kCountF = BM / 32, kCountK = BK / kSpanK;
 static_assert(BK % kSpanK == 0, "the warps must split BK evenly");
+static_assert(double(kNTiles) * kKTiles * kBBlockFloats <= 2147483647.0, "split filter past 32-bit offsets");
 // Registers: 128 a thread with BN 64 (one 512-thread CTA, or more smaller ones, per SM); BN 128 needs
 // two accumulators of 64.
 constexpr int kMinBlocks = BN == 64 ? 4 / WGS : WGS == 1 ? 2 : 1;
@@ -105,7 +106,7 @@ __device__ __forceinline__ void split_filter(const float* __restrict__ filter, f
   const float big = __uint_as_float(round_tf32(x));
   char* block = reinterpret_cast<char*>(blocks + ((n / BN) * kKTiles + t / BK) * kBBlockFloats);
   *reinterpret_cast<float*>(block + swizzled_offset(n % BN, t % BK)) = big;
-  *reinterpret_cast<float*>(block + kBTileBytes + swizzled_offset(n % BN, t % BK)) = x - big;
+  if (MATH == 1) *reinterpret_cast<float*>(block + kBTileBytes + swizzled_offset(n % BN, t % BK)) = x - big;
 }
 
 // ---- A: gathered ----------------------------------------------------------------------------------------
@@ -146,12 +147,12 @@ __device__ __forceinline__ void load_fragments(const float* as, int frag_m, int 
 // One k-tile's products into `part`, from a fresh accumulator; small terms first.
 __device__ __forceinline__ void multiply_tile(float (&part)[kAcc], const unsigned (&big)[4][4],
                                               const unsigned (&small)[4][4], unsigned long long b_big) {
-  const unsigned long long b_small = b_big + (kBTileBytes >> 4);
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks) {
     const unsigned long long step = 2 * ks;  // 32 bytes along k within the swizzle row
 #if MATH == 1
+    const unsigned long long b_small = b_big + (kBTileBytes >> 4);  // descriptor addresses count 16 bytes
     if (ks == 0)
       wgmma_tile<0>(part, small[ks], b_big);
     else
@@ -203,7 +204,7 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
   // asks for 1024 bytes of slack).
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (shared_address(smem_raw) & 1023)) & 1023);
-  float* bs = reinterpret_cast<float*>(smem);  // STAGES B blocks of 16 KB
+  float* bs = reinterpret_cast<float*>(smem);  // STAGES B blocks of kBTiles x BN x BK tf32
   float* as = bs + STAGES * kBBlockFloats;     // STAGES A tiles
   unsigned long long* bars = reinterpret_cast<unsigned long long*>(as + STAGES * kAStageFloats);
   const DefinedShape s;
@@ -227,45 +228,26 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
   for (int e = 0; e < kAcc; ++e) sum[e] = 0.f;
   // This thread's fragment rows: warp w of the warpgroup owns rows 16w..16w+15 of the warpgroup's 64.
   const int frag_m = 64 * (tid / 128) + 16 * (tid / 32 % 4) + lane / 4, q = lane % 4;
-  // Tiles in flight ahead of the one computed: OVERLAP keeps tile kt-1's products running while tile kt's
-  // fragments are read and split, so a stage is free again only two tiles later.
-  constexpr int kAhead = OVERLAP ? STAGES - 2 : STAGES - 1;
-  static_assert(kAhead >= 1, "OVERLAP needs STAGES >= 3");
   // Group number i holds k-tile i (empty groups past the end keep the count).
 #pragma unroll
-  for (int st = 0; st < kAhead; ++st) {
+  for (int st = 0; st < STAGES - 1; ++st) {
     if (st < kKTiles) load_tile(st);
     cp_async_commit();
   }
   for (int kt = 0; kt < kKTiles; ++kt) {
     const int st = kt % STAGES;
-    cp_async_wait<kAhead - 1>();
+    cp_async_wait<STAGES - 2>();
     bulk_wait(&bars[st], (kt / STAGES) & 1);
-    // Tile kt is visible, and every warpgroup has drained the products of the stage reloaded below
-    // (tile kt-1 without OVERLAP, kt-2 with it).
-    __syncthreads();
-    if (OVERLAP) {
-      if (kt + kAhead < kKTiles) load_tile(kt + kAhead);
-      cp_async_commit();
-    }
+    __syncthreads();  // tile kt visible; every warpgroup has drained tile kt-1, whose stage is reloaded below
     unsigned big[4][4], small[4][4];
     load_fragments(as + st * kAStageFloats, frag_m, q, big, small);
-    if (OVERLAP && kt > 0) {
-      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#pragma unroll
-      for (int e = 0; e < kAcc; ++e) sum[e] += part[e];
-    }
     multiply_tile(part, big, small, tile_descriptor(shared_address(bs + st * kBBlockFloats)));
-    if (!OVERLAP) {
-      // The gather of tile kt + STAGES - 1 runs while the tensor cores work on tile kt.
-      if (kt + kAhead < kKTiles) load_tile(kt + kAhead);
-      cp_async_commit();
-      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#pragma unroll
-      for (int e = 0; e < kAcc; ++e) sum[e] += part[e];
-    }
-  }
-  if (OVERLAP) {
+    // The gather of tile kt + STAGES - 1 runs while the tensor cores work on tile kt. The products are
+    // drained within the iteration: ptxas keeps the A registers of an in-flight wgmma only while no loop
+    // back edge lies between it and its wait (an overlapped schedule gave wrong sums once its split moved
+    // ahead of the wait).
+    if (kt + STAGES - 1 < kKTiles) load_tile(kt + STAGES - 1);
+    cp_async_commit();
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
     for (int e = 0; e < kAcc; ++e) sum[e] += part[e];
