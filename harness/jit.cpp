@@ -65,7 +65,7 @@ const std::vector<std::string>& included_sources(const std::string& source) {
 
 std::string jit_target(const std::string& arch) { return arch == "sm_90" ? "sm_90a" : arch; }
 
-std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& arch) {
+std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& arch, std::string* log_out) {
   const std::string& text = embedded_source(program.source);
   const std::vector<std::string>& headers = included_sources(program.source);
   std::vector<const char*> header_texts, header_names;
@@ -86,6 +86,7 @@ std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& ar
   nvrtcGetProgramLogSize(prog, &log_size);
   std::string log(log_size, '\0');
   if (log_size) nvrtcGetProgramLog(prog, log.data());
+  if (log_out) *log_out = log;
   if (rc != NVRTC_SUCCESS) {
     nvrtcDestroyProgram(&prog);
     throw CompileError("NVRTC could not compile " + program.describe() + " for " + arch + ": " +

@@ -33,8 +33,9 @@ const std::vector<std::string>& included_sources(const std::string& source);
 // The target NVRTC compiles `arch` for: "sm_90" becomes the arch-specific "sm_90a", whose cubin runs on
 // compute capability 9.0 only (as a JIT's cubin does anyway) and admits wgmma; other archs are unchanged.
 std::string jit_target(const std::string& arch);
-// Compiles to a cubin for jit_target(arch); throws CompileError with NVRTC's log. Needs no GPU.
-std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& arch);
+// Compiles to a cubin for jit_target(arch); throws CompileError with NVRTC's log. Needs no GPU. `log`, when
+// given, receives the log of a successful compile too (ptxas notes: spills, serialized wgmma).
+std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& arch, std::string* log = nullptr);
 
 struct KernelAttributes {
   int registers = 0;

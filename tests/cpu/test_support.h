@@ -38,8 +38,9 @@ inline void expect_values(const std::vector<double>& got, const std::vector<doub
 }
 
 // Compiles every program for sm_90 on all cores; a failure (with NVRTC's log) per program that does not
-// compile or yields a suspiciously small cubin.
-inline void expect_all_compile(const std::vector<JitProgram>& programs) {
+// compile, yields a suspiciously small cubin, or whose log names one of `forbidden` (compiler notes).
+inline void expect_all_compile(const std::vector<JitProgram>& programs,
+                               const std::vector<std::string>& forbidden = {}) {
   std::atomic<size_t> next{0};
   std::mutex mu;
   std::vector<std::string> failures;
@@ -48,7 +49,10 @@ inline void expect_all_compile(const std::vector<JitProgram>& programs) {
     pool.emplace_back([&] {
       for (size_t i; (i = next++) < programs.size();) {
         try {
-          if (nvrtc_compile(programs[i], "sm_90").size() < 256) throw std::runtime_error("suspiciously small cubin");
+          std::string log;
+          if (nvrtc_compile(programs[i], "sm_90", &log).size() < 256) throw std::runtime_error("suspiciously small cubin");
+          for (const std::string& f : forbidden)
+            if (log.find(f) != std::string::npos) throw std::runtime_error("compiler note " + f + ":\n" + log);
         } catch (const CompileError& e) {
           std::lock_guard<std::mutex> lock(mu);
           failures.push_back(std::string(e.what()) + "\n" + e.log);

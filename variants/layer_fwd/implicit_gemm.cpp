@@ -7,8 +7,6 @@
 namespace convtune {
 namespace {
 
-constexpr double kInt32Limit = 2147483647.0;  // kernels index with int
-
 std::string pass_name(GemmPass pass) {
   switch (pass) {
     case GemmPass::forward: return "forward";

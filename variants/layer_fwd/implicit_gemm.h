@@ -21,6 +21,8 @@ struct GemmShape {
         pad_h(int(l.pad_h)), pad_w(int(l.pad_w)), u(int(l.u)), v(int(l.v)), p(int(l.p)), q(int(l.q)) {}
 };
 
+inline constexpr double kInt32Limit = 2147483647.0;  // the GEMM kernels index with int
+
 enum class GemmPass { forward = 0, bwd_data = 1, bwd_filter = 2 };
 
 // The GEMM extents of a pass: D is m x n, each element a sum over t.

@@ -51,7 +51,7 @@ Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const
   if (stages < 2 || stages > 4) return Status::no("stages must be 2, 3 or 4");
   const GemmExtent e = gemm_extent(pass_, l);
   // The kernel indexes the GEMM rows and the split filter (the workspace, in floats) with int.
-  if (double(e.m) + tile_m(c) > 2147483647.0 || double(workspace_bytes(l, c)) / 4 > 2147483647.0)
+  if (double(e.m) + tile_m(c) > kInt32Limit || double(workspace_bytes(l, c)) / 4 > kInt32Limit)
     return Status::no("GEMM too large for the kernel's 32-bit indices");
   return Status::yes();
 }

@@ -208,10 +208,10 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
   float* as = bs + STAGES * kBBlockFloats;     // STAGES A tiles
   unsigned long long* bars = reinterpret_cast<unsigned long long*>(as + STAGES * kAStageFloats);
   const DefinedShape s;
-  const int tid = threadIdx.x, lane = tid % 32, m_tile = blockIdx.x * BM, n_tile = blockIdx.y;
+  const int tid = threadIdx.x, lane = tid % 32, m_first = blockIdx.x * BM, n_tile = blockIdx.y;
   Rows g;
 #pragma unroll
-  for (int fi = 0; fi < kCountF; ++fi) g.r[fi] = Gemm::row(s, m_tile + tid % 32 + 32 * fi);
+  for (int fi = 0; fi < kCountF; ++fi) g.r[fi] = Gemm::row(s, m_first + tid % 32 + 32 * fi);
   if (tid == 0)
     for (int st = 0; st < STAGES; ++st) bulk_init(&bars[st]);
   __syncthreads();
@@ -253,7 +253,7 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
     for (int e = 0; e < kAcc; ++e) sum[e] += part[e];
   }
   cp_async_wait<0>();
-  store_tile(sum, d, bias, m_tile + frag_m, n_tile * BN, q);
+  store_tile(sum, d, bias, m_first + frag_m, n_tile * BN, q);
 }
 
 // ---- entry points: the operands in the family's order, then the workspace (the split B blocks) ------------
