@@ -15,14 +15,6 @@ std::string pass_name(GemmPass pass) {
   }
 }
 
-int64_t sum_length(GemmPass pass, const LayerShape& l) {
-  switch (pass) {
-    case GemmPass::forward: return forward_sum_length(l);
-    case GemmPass::bwd_data: return bwd_data_sum_length(l);
-    default: return bwd_filter_sum_length(l);
-  }
-}
-
 int64_t k_tiles(GemmPass pass, const LayerShape& l, const GemmTile& tile) {
   return layer_div_up(gemm_extent(pass, l).t, tile.bk);
 }
@@ -142,7 +134,7 @@ Cost ImplicitGemmVariant::cost(const Problem& prob, const Config& c) const {
 }
 
 Tolerance ImplicitGemmVariant::tolerance(const Problem& prob, const Config& c) const {
-  return layer_tolerance(sum_length(pass_, LayerShape(prob)), c.at("math").get<std::string>());
+  return layer_tolerance(gemm_extent(pass_, LayerShape(prob)).t, c.at("math").get<std::string>());
 }
 
 std::vector<std::string> ImplicitGemmVariant::defines(const LayerShape&, const Problem& prob, const Config& c) const {

@@ -25,7 +25,8 @@ inline constexpr double kInt32Limit = 2147483647.0;  // the GEMM kernels index w
 
 enum class GemmPass { forward = 0, bwd_data = 1, bwd_filter = 2 };
 
-// The GEMM extents of a pass: D is m x n, each element a sum over t.
+// The GEMM extents of a pass: D is m x n, each element a sum over t (the pass's sum length: c*r*s,
+// k*r*s or n*P*Q).
 struct GemmExtent {
   int64_t m, n, t;
 };

@@ -12,6 +12,7 @@ int tile_n(const Config& c) { return cfg_value(c, "tile_n"); }
 // One (n-tile, k-tile) block of the split filter: big + small tiles for 3xTF32, the big one for TF32.
 int block_bytes(const Config& c) { return (config_math(c) == kMath3xTf32 ? 2 : 1) * tile_n(c) * kTileK * 4; }
 
+// The launch's dynamic shared memory, passed to the kernel as SMEM_BYTES, which checks it covers its carve-up.
 int smem_bytes(const Config& c) {
   const int stages = cfg_value(c, "stages");
   // 1024 bytes of slack to align the swizzled tiles, the B blocks, the A tiles (rows of BM + 8), the mbarriers
@@ -69,8 +70,7 @@ Cost WgmmaGemmVariant::cost(const Problem& prob, const Config& c) const {
 }
 
 Tolerance WgmmaGemmVariant::tolerance(const Problem& prob, const Config& c) const {
-  const LayerShape l(prob);
-  return layer_tolerance(pass_ == GemmPass::forward ? forward_sum_length(l) : bwd_data_sum_length(l), config_math(c));
+  return layer_tolerance(gemm_extent(pass_, LayerShape(prob)).t, config_math(c));
 }
 
 std::vector<std::string> WgmmaGemmVariant::defines(const LayerShape&, const Problem& prob, const Config& c) const {
@@ -78,7 +78,8 @@ std::vector<std::string> WgmmaGemmVariant::defines(const LayerShape&, const Prob
                                 layer_define("MATH", config_math(c) == kMath3xTf32 ? 1 : 2),
                                 layer_define("WGS", cfg_value(c, "warpgroups")),
                                 layer_define("BN", tile_n(c)),
-                                layer_define("STAGES", cfg_value(c, "stages"))};
+                                layer_define("STAGES", cfg_value(c, "stages")),
+                                layer_define("SMEM_BYTES", smem_bytes(c))};
   if (pass_ == GemmPass::forward) {
     o.push_back(layer_define("BIAS", prob.at("bias")));
     o.push_back(layer_define("RELU", prob.at("relu")));

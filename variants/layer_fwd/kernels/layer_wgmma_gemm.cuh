@@ -10,7 +10,8 @@
 //     start from a fresh accumulator that is added to the fp32 sum once the tile drains: the tensor
 //     core truncates as it accumulates (measured: as mma.sync does), so long chains drift.
 // Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data), MATH (1, 2),
-// WGS (1, 2, 4), BN (64, 128), STAGES (2..4), BIAS and RELU (forward).
+// WGS (1, 2, 4), BN (64, 128), STAGES (2..4), SMEM_BYTES (the launch's dynamic shared memory), BIAS and
+// RELU (forward).
 #include "async_copy.cuh"
 #include "layer_implicit_gemm_gather.cuh"
 
@@ -49,6 +50,9 @@ constexpr int kKTiles = (kTSize + BK - 1) / BK, kNTiles = (kNSize + BN - 1) / BN
 constexpr int kSpanK = kThreads / 32, kCountF = BM / 32, kCountK = BK / kSpanK;
 static_assert(BK % kSpanK == 0, "the warps must split BK evenly");
 static_assert(double(kNTiles) * kKTiles * kBBlockFloats <= 2147483647.0, "split filter past 32-bit offsets");
+// gemm()'s carve-up: up to 1008 bytes to reach 1024-byte alignment, the B blocks, the A tiles, the mbarriers.
+static_assert(1008 + STAGES * 4 * (kBBlockFloats + kAStageFloats) + 8 * STAGES <= SMEM_BYTES,
+              "the launch's shared memory does not cover the kernel's tiles");
 // Registers: 128 a thread with BN 64 (one 512-thread CTA, or more smaller ones, per SM); BN 128 needs
 // two accumulators of 64.
 constexpr int kMinBlocks = BN == 64 ? 4 / WGS : WGS == 1 ? 2 : 1;
@@ -200,8 +204,8 @@ __device__ __forceinline__ void store_tile(const float (&sum)[kAcc], float* __re
 
 __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* __restrict__ b_blocks,
                                      const float* __restrict__ bias, float* __restrict__ d) {
-  // Dynamic shared memory is only promised 16-byte alignment; the swizzled tiles need 1024 (the launch
-  // asks for 1024 bytes of slack).
+  // Dynamic shared memory is only promised 16-byte alignment; the swizzled tiles need 1024 (SMEM_BYTES
+  // includes the slack).
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (shared_address(smem_raw) & 1023)) & 1023);
   float* bs = reinterpret_cast<float*>(smem);  // STAGES B blocks of kBTiles x BN x BK tf32
