@@ -8,13 +8,21 @@ namespace {
 
 class LayerBwdDataWgmmaGemm : public WgmmaGemmVariant {
  public:
-  LayerBwdDataWgmmaGemm() : WgmmaGemmVariant(GemmPass::bwd_data) {}
+  LayerBwdDataWgmmaGemm() : WgmmaGemmVariant(GemmPass::bwd_data, Schedule::all_warps) {}
   std::string name() const override { return "layer_bwd_data.implicit_gemm_wgmma"; }
+  std::string family() const override { return kLayerBwdData; }
+};
+
+class LayerBwdDataWgmmaGemmWs : public WgmmaGemmVariant {
+ public:
+  LayerBwdDataWgmmaGemmWs() : WgmmaGemmVariant(GemmPass::bwd_data, Schedule::specialized) {}
+  std::string name() const override { return "layer_bwd_data.implicit_gemm_wgmma_ws"; }
   std::string family() const override { return kLayerBwdData; }
 };
 
 }  // namespace
 
 CONVTUNE_REGISTER_VARIANT(LayerBwdDataWgmmaGemm);
+CONVTUNE_REGISTER_VARIANT(LayerBwdDataWgmmaGemmWs);
 
 }  // namespace convtune

@@ -12,26 +12,35 @@ int tile_n(const Config& c) { return cfg_value(c, "tile_n"); }
 // One (n-tile, k-tile) block of the split filter: big + small tiles for 3xTF32, the big one for TF32.
 int block_bytes(const Config& c) { return (config_math(c) == kMath3xTf32 ? 2 : 1) * tile_n(c) * kTileK * 4; }
 
-// The launch's dynamic shared memory, passed to the kernel as SMEM_BYTES, which checks it covers its carve-up.
-int smem_bytes(const Config& c) {
-  const int stages = cfg_value(c, "stages");
-  // 1024 bytes of slack to align the swizzled tiles, the B blocks, the A tiles (rows of BM + 8), the mbarriers
-  return 1024 + stages * (block_bytes(c) + 4 * kTileK * (tile_m(c) + 8)) + 8 * stages;
+}  // namespace
+
+int WgmmaGemmVariant::threads(const Config& c) const {
+  return 128 * (cfg_value(c, "warpgroups") + (specialized() ? 1 : 0));
 }
 
-}  // namespace
+// The launch's dynamic shared memory, passed to the kernel as SMEM_BYTES, which checks it covers its carve-up:
+// 1024 bytes of slack to align the swizzled tiles, the B blocks, the A tiles (rows of BM + 8), the mbarriers
+// (full only, or full and empty), and for the specialized kernel a tap table of up to R*S + 31 entries.
+int WgmmaGemmVariant::smem_bytes(const LayerShape& l, const Config& c) const {
+  const int stages = cfg_value(c, "stages");
+  const int tiles = 1024 + stages * (block_bytes(c) + 4 * kTileK * (tile_m(c) + 8));
+  if (!specialized()) return tiles + 8 * stages;
+  return tiles + 16 * stages + 8 * int(l.r * l.s + kTileK - 1);
+}
 
 std::string WgmmaGemmVariant::summary() const {
   return std::string("implicit GEMM of the ") + (pass_ == GemmPass::forward ? "forward" : "backward-data") +
          " pass on Hopper's warpgroup MMA (wgmma; compute capability 9.0 only): the gathered image from "
-         "registers, the filter pre-split into tf32 tiles by bulk copy; 3xTF32 (fp32 accuracy) or TF32";
+         "registers, the filter pre-split into tf32 tiles by bulk copy; 3xTF32 (fp32 accuracy) or TF32" +
+         (specialized() ? "; warp-specialized: a producer warpgroup gathers on mbarriers for the MMA warpgroups"
+                        : "");
 }
 
 ParamSpace WgmmaGemmVariant::space(const Problem&, const DeviceInfo&) const {
   ParamSpace s;
   s.add("math", "3xTF32 (strict fp32) or TF32 (precision = 1 only)", {kMath3xTf32, kMathTf32})
       .add("warpgroups", "warpgroups per CTA, each 64 rows of the GEMM tile (BM = 64 x warpgroups)",
-           layer_values({1, 2, 4}))
+           specialized() ? layer_values({1, 2}) : layer_values({1, 2, 4}))
       .add("tile_n", "GEMM columns per CTA (BN; 128 halves the gathers per product, at twice the registers)",
            layer_values({64, 128}))
       .add("stages", "shared-memory pipeline depth (A by cp.async, B by bulk copy)", layer_values({2, 3, 4}));
@@ -45,6 +54,7 @@ Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const
   const std::string math = config_math(c);
   if (math != kMath3xTf32 && math != kMathTf32) return Status::no("math must be 3xtf32 or tf32");
   const int wgs = cfg_value(c, "warpgroups"), stages = cfg_value(c, "stages");
+  if (specialized() && wgs != 1 && wgs != 2) return Status::no("warpgroups must be 1 or 2 (MMA warpgroups)");
   if (wgs != 1 && wgs != 2 && wgs != 4) return Status::no("warpgroups must be 1, 2 or 4");
   if (tile_n(c) != 64 && tile_n(c) != 128) return Status::no("tile_n must be 64 or 128");
   // 128 columns: 64 accumulator registers twice; four warpgroups would leave under 128 registers a thread.
@@ -73,13 +83,13 @@ Tolerance WgmmaGemmVariant::tolerance(const Problem& prob, const Config& c) cons
   return layer_tolerance(gemm_extent(pass_, LayerShape(prob)).t, config_math(c));
 }
 
-std::vector<std::string> WgmmaGemmVariant::defines(const LayerShape&, const Problem& prob, const Config& c) const {
+std::vector<std::string> WgmmaGemmVariant::defines(const LayerShape& l, const Problem& prob, const Config& c) const {
   std::vector<std::string> o = {layer_define("PASS", int(pass_)),
                                 layer_define("MATH", config_math(c) == kMath3xTf32 ? 1 : 2),
                                 layer_define("WGS", cfg_value(c, "warpgroups")),
                                 layer_define("BN", tile_n(c)),
                                 layer_define("STAGES", cfg_value(c, "stages")),
-                                layer_define("SMEM_BYTES", smem_bytes(c))};
+                                layer_define("SMEM_BYTES", smem_bytes(l, c))};
   if (pass_ == GemmPass::forward) {
     o.push_back(layer_define("BIAS", prob.at("bias")));
     o.push_back(layer_define("RELU", prob.at("relu")));
@@ -93,7 +103,7 @@ std::vector<LayerLaunch> WgmmaGemmVariant::launches(const LayerShape& l, const C
   const int64_t split_elements = n_tiles * tile_n(c) * layer_div_up(e.t, kTileK) * kTileK;
   return {{"split_filter_kernel", dim3(unsigned(layer_div_up(split_elements, 256))), dim3(256), 0},
           {"wgmma_gemm_kernel", dim3(unsigned(layer_div_up(e.m, tile_m(c))), unsigned(n_tiles)),
-           dim3(unsigned(128 * cfg_value(c, "warpgroups"))), smem_bytes(c), true}};
+           dim3(unsigned(threads(c))), smem_bytes(l, c), true}};
 }
 
 size_t WgmmaGemmVariant::workspace_bytes(const LayerShape& l, const Config& c) const {
@@ -105,13 +115,21 @@ namespace {
 
 class LayerFwdWgmmaGemm : public WgmmaGemmVariant {
  public:
-  LayerFwdWgmmaGemm() : WgmmaGemmVariant(GemmPass::forward) {}
+  LayerFwdWgmmaGemm() : WgmmaGemmVariant(GemmPass::forward, Schedule::all_warps) {}
   std::string name() const override { return "layer_fwd.implicit_gemm_wgmma"; }
+  std::string family() const override { return kLayerFwd; }
+};
+
+class LayerFwdWgmmaGemmWs : public WgmmaGemmVariant {
+ public:
+  LayerFwdWgmmaGemmWs() : WgmmaGemmVariant(GemmPass::forward, Schedule::specialized) {}
+  std::string name() const override { return "layer_fwd.implicit_gemm_wgmma_ws"; }
   std::string family() const override { return kLayerFwd; }
 };
 
 }  // namespace
 
 CONVTUNE_REGISTER_VARIANT(LayerFwdWgmmaGemm);
+CONVTUNE_REGISTER_VARIANT(LayerFwdWgmmaGemmWs);
 
 }  // namespace convtune

@@ -1,7 +1,9 @@
 // The implicit GEMM of the forward and backward-data passes on Hopper's warpgroup MMA (wgmma), with
 // 3xTF32 (strict fp32) or TF32 math: kernels/layer_wgmma_gemm.cuh. Only on compute capability 9.0
-// (wgmma is an sm_90a instruction: Blackwell and earlier GPUs do not have it). This base class holds the
-// space, constraints, cost and launches; each pass's variant names its pass.
+// (wgmma is an sm_90a instruction: Blackwell and earlier GPUs do not have it). Two schedules: every warp
+// gathers and multiplies (layer_wgmma_gemm.cuh), or warp-specialized, a producer warpgroup gathering for
+// the MMA warpgroups (layer_wgmma_ws.cuh). This base class holds the space, constraints, cost and launches;
+// each variant names its pass and schedule.
 #pragma once
 #include <string>
 #include <vector>
@@ -12,7 +14,8 @@ namespace convtune {
 
 class WgmmaGemmVariant : public JitLayerVariant {
  public:
-  explicit WgmmaGemmVariant(GemmPass pass) : pass_(pass) {}
+  enum class Schedule { all_warps, specialized };
+  WgmmaGemmVariant(GemmPass pass, Schedule schedule) : pass_(pass), schedule_(schedule) {}
   std::string summary() const override;
   ParamSpace space(const Problem& p, const DeviceInfo& dev) const override;
   Cost cost(const Problem& p, const Config& c) const override;
@@ -20,7 +23,9 @@ class WgmmaGemmVariant : public JitLayerVariant {
   int complexity() const override { return 5; }
 
  protected:
-  std::string source() const override { return "layer_wgmma_gemm.cuh"; }
+  std::string source() const override {
+    return schedule_ == Schedule::specialized ? "layer_wgmma_ws.cuh" : "layer_wgmma_gemm.cuh";
+  }
   std::vector<std::string> defines(const LayerShape& l, const Problem& p, const Config& c) const override;
   // The filter split into tf32 tiles, then the GEMM.
   std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const override;
@@ -28,7 +33,12 @@ class WgmmaGemmVariant : public JitLayerVariant {
   Status constraints(const LayerShape& l, const Config& c, const DeviceInfo& dev) const override;
 
  private:
+  bool specialized() const { return schedule_ == Schedule::specialized; }
+  int threads(const Config& c) const;
+  int smem_bytes(const LayerShape& l, const Config& c) const;
+
   GemmPass pass_;
+  Schedule schedule_;
 };
 
 }  // namespace convtune

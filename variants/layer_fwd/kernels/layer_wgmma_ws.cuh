@@ -1,0 +1,562 @@
+// Warp-specialized implicit GEMM of the forward and backward-data passes on wgmma (sm_90a). Same defines,
+// entry points and workspace size as layer_wgmma_gemm.cuh (read it first), plus SMEM_BYTES (the launch's
+// dynamic shared memory). It differs in:
+//   - blockDim.x = 128 * (WGS + 1): warpgroup 0 produces, warpgroups 1..WGS consume; BM = 64 * WGS.
+//   - where C (forward) or K (backward-data) is a multiple of 32, the GEMM's t runs filter-tap major
+//     (t = rs * C + c) in the split filter and the gather alike, so a 32-tap tile is one filter tap.
+// Roles (split after one __syncthreads; no CTA-wide barrier after it):
+//   producer (setmaxnreg.dec): per k-tile waits on empty[st]; thread 0 arrives with expect_tx on full[st] and
+//     issues the B bulk copy; every thread gathers its A elements by 4-byte cp.async, then
+//     cp.async.mbarrier.arrive.noinc on full[st] (expected count 128 + 1).
+//   consumers (setmaxnreg.inc): wait on full, read the A fragments, split, issue the 3xTF32 wgmma's, read the
+//     next tile's A (LDS) while they run, drain (wait_group 0), arrive on empty[st] (every consumer thread),
+//     sum += part. Every wgmma is drained before the loop's back edge: ptxas protects an in-flight wgmma's
+//     A registers only within one iteration.
+#include "async_copy.cuh"
+#include "layer_implicit_gemm_gather.cuh"
+
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "wgmma needs the arch-specific target sm_90a"
+#endif
+#ifndef BIAS
+#define BIAS 0
+#endif
+#ifndef RELU
+#define RELU 0
+#endif
+// WS_UNROLL 2: the consumer loop takes two tiles through two named fragment buffers, straight-line; 1: one
+// tile, the next tile's raw A prefetched by LDS while this one's wgmma's run. 2 spills at WGS 2, BN 128.
+#ifndef WS_UNROLL
+#define WS_UNROLL (BN == 64 ? 2 : 1)
+#endif
+// 1: a consumer waits on full[k+1] while tile k's wgmma's are in flight; 0: before issuing them.
+#ifndef WS_WAIT_IN_WINDOW
+#define WS_WAIT_IN_WINDOW 1
+#endif
+
+struct DefinedShape {
+  static constexpr int n = N, c = C, h = H, w = W, k = K, r = R, s = S, pad_h = PAD_H, pad_w = PAD_W, u = U,
+                       v = V, p = P, q = Q;
+};
+#if PASS == 0
+using Gemm = igemm::FwdGemm;
+#else
+using Gemm = igemm::BwdDataGemm;
+#endif
+
+static_assert(WGS == 1 || WGS == 2, "WGS: 1 or 2 consumer warpgroups");
+static_assert(BN == 64 || BN == 128, "BN is 64 or 128");
+constexpr int BM = 64 * WGS, BK = 32;
+constexpr int kConsumerThreads = 128 * WGS, kThreads = kConsumerThreads + 128;
+constexpr int kAcc = BN / 2;  // accumulator registers a thread
+constexpr int kLdA = BM + 8;  // As[k][m]: a row stride of 8 mod 32 words makes the fragment reads conflict-free
+constexpr int kAStageFloats = BK * kLdA;
+constexpr int kBTileBytes = BN * BK * 4;
+constexpr int kBTiles = MATH == 1 ? 2 : 1;
+constexpr int kBBlockFloats = kBTiles * BN * BK;
+constexpr int kBCopyBytes = kBTiles * kBTileBytes;
+constexpr int kTSize = PASS == 0 ? C * R * S : K * R * S;
+constexpr int kNSize = PASS == 0 ? K : C;
+constexpr int kKTiles = (kTSize + BK - 1) / BK, kNTiles = (kNSize + BN - 1) / BN;
+constexpr int kRS = R * S;
+constexpr bool kMasked = PASS == 0 ? kRS <= igemm::kMaskTaps : (U == 1 && V == 1 && kRS <= igemm::kMaskTaps);
+constexpr int kCStride = PASS == 0 ? H * W : P * Q;  // tap offset of one more c (forward) or k (backward-data)
+// The producer: lanes along m (coalesced global reads, conflict-free cp.async writes), warp w on taps 8w..8w+7.
+constexpr int kTapsPerWarp = BK / 4, kCountF = BM / 32;
+// WS_RS_MAJOR 1 (where the channel extent is a multiple of BK): the GEMM's t runs filter tap (rs) major,
+// channel minor, t = rs * kCInner + c, in A and in the split filter alike. A 32-tap tile then has one rs and
+// 32 consecutive channels: one mask bit (one predicate) a row and no tap decode; element (row, ki) is
+// base_row + ki * kCStride (a 64-bit add: LDGSTS's global immediate only reaches +-2 KB). Else the original
+// order t = c * RS + rs with the tap table.
+#ifndef WS_RS_MAJOR
+#define WS_RS_MAJOR 1
+#endif
+constexpr int kCInner = PASS == 0 ? C : K;
+constexpr bool kRsMajor = WS_RS_MAJOR && kMasked && kCInner % BK == 0;
+constexpr int kTabEntries = kMasked && !kRsMajor ? kRS + BK - 1 : 0;
+// Shared memory from the 1024-aligned base: B stages (swizzled tiles need 1024-byte alignment), A stages,
+// full[STAGES], empty[STAGES], the tap table (int off, unsigned bit).
+constexpr int kBOffset = 0, kAOffset = STAGES * kBCopyBytes, kBarOffset = kAOffset + STAGES * kAStageFloats * 4;
+constexpr int kTabOffset = kBarOffset + 16 * STAGES;
+constexpr int kSmemBytes = 1024 + kTabOffset + 8 * kTabEntries;
+static_assert(kSmemBytes <= SMEM_BYTES, "the launch's shared memory does not cover the kernel's carve-up");
+static_assert(kBTileBytes % 1024 == 0 && kBCopyBytes % 1024 == 0, "swizzled B tiles must stay 1024-aligned");
+static_assert(kBarOffset % 8 == 0, "mbarriers are 8-byte aligned");
+static_assert(double(kNTiles) * kKTiles * kBBlockFloats <= 2147483647.0, "split filter past 32-bit offsets");
+// Occupancy and registers. WGS 1: two CTAs a SM where shared memory allows (128 registers at launch);
+// WGS 2: one (168). setmaxnreg moves registers within the CTA's pool: kProducerRegs * 128 +
+// kConsumerRegs * 128 * WGS <= kLaunchRegs * kThreads; both multiples of 8 in [24, 256].
+constexpr int kSmemPerSm = 228 * 1024, kSmemReservedPerCta = 1024;
+constexpr int kBlocksBySmem = kSmemPerSm / (SMEM_BYTES + kSmemReservedPerCta);
+constexpr int kMinBlocks = WGS == 1 && kBlocksBySmem >= 2 ? 2 : 1;
+static_assert(kBlocksBySmem >= 1, "shared memory");
+constexpr int kLaunchRegs = (65536 / (kThreads * kMinBlocks) > 255 ? 255 : 65536 / (kThreads * kMinBlocks)) / 8 * 8;
+constexpr int kProducerRegs = kMasked ? 40 : 96;  // the unmasked gather keeps whole Gemm::Row's
+constexpr int kConsumerRegsRaw = ((WGS + 1) * kLaunchRegs - kProducerRegs) / WGS / 8 * 8;
+constexpr int kConsumerRegs = kConsumerRegsRaw > 240 ? 240 : kConsumerRegsRaw;
+static_assert(kProducerRegs * 128 + kConsumerRegs * kConsumerThreads <= kLaunchRegs * kThreads, "register pool");
+// One CTA of 256 threads (WGS 1, BN 128 at 3-4 stages) launches at the 255 cap already: no increase there.
+constexpr bool kConsumerInc = kConsumerRegs > kLaunchRegs;
+static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg counts are multiples of 8");
+
+// ---- as in layer_wgmma_gemm.cuh --------------------------------------------------
+__device__ __forceinline__ unsigned swizzled_offset(int n, int k) {
+  return n * 128 + ((((k >> 2) ^ (n & 7)) & 7) << 4) + (k & 3) * 4;
+}
+__device__ __forceinline__ unsigned long long tile_descriptor(unsigned saddr) {
+  return (unsigned long long)((saddr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+__device__ __forceinline__ unsigned round_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+
+template <int ACCUMULATE>
+__device__ __forceinline__ void wgmma_tile(float (&d)[32], const unsigned (&a)[4], unsigned long long b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, %37, 1, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE));
+}
+template <int ACCUMULATE>
+__device__ __forceinline__ void wgmma_tile(float (&d)[64], const unsigned (&a)[4], unsigned long long b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, %69, 1, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                 "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                 "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE));
+}
+__device__ __forceinline__ void split_filter(const float* __restrict__ filter, float* __restrict__ blocks) {
+  const DefinedShape s;
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= kNTiles * BN * kKTiles * BK) return;
+  const int n = e / (kKTiles * BK), t = e % (kKTiles * BK);
+  // The original tap of GEMM index t (WS_RS_MAJOR: t = rs * kCInner + c; no padding then, kTSize % BK == 0).
+  const int t_orig = kRsMajor ? (t % kCInner) * kRS + t / kCInner : t;
+  int off;
+  const bool valid = Gemm::b_at(s, Gemm::col(s, n), Gemm::tap(s, t_orig), off);
+  const float x = valid ? filter[off] : 0.f;
+  const float big = __uint_as_float(round_tf32(x));
+  char* block = reinterpret_cast<char*>(blocks + ((n / BN) * kKTiles + t / BK) * kBBlockFloats);
+  *reinterpret_cast<float*>(block + swizzled_offset(n % BN, t % BK)) = big;
+  if (MATH == 1) *reinterpret_cast<float*>(block + kBTileBytes + swizzled_offset(n % BN, t % BK)) = x - big;
+}
+
+__device__ __forceinline__ float epilogue(const float* __restrict__ bias, int n, float value) {
+#if BIAS
+  value += bias[n];
+#endif
+#if RELU
+  value = value < 0.f ? 0.f : value;
+#endif
+  return value;
+}
+
+__device__ __forceinline__ void store_tile(const float (&sum)[kAcc], float* __restrict__ d,
+                                           const float* __restrict__ bias, int m_first, int n_first, int q) {
+  const DefinedShape s;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = m_first + 8 * h;
+    if (m >= Gemm::m_size(s)) continue;
+    const int d_row = Gemm::d_row(s, m);
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int n = n_first + 8 * j + 2 * q + e;
+        if (n < kNSize) d[d_row + n * Gemm::d_col_stride(s)] = epilogue(bias, n, sum[4 * j + 2 * h + e]);
+      }
+  }
+}
+
+// ---- mbarriers, cp.async, setmaxnreg ---------------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Waits for the completion of the phase with this parity (a fresh barrier counts parity 1 as complete). The
+// retry loop is inside the asm (as CUTLASS's ClusterBarrier::wait): no C++ loop between a wgmma and its wait.
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n WS_WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WS_WAIT_%=;\n}\n" ::
+          "r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// One arrive on bar once every cp.async this thread issued so far has landed; counted in bar's expected count.
+__device__ __forceinline__ void cp_async_arrive_noinc(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+// p + off (floats) as one IMAD.WIDE: written in C++, ptxas re-associates it into a 4-instruction LEA chain.
+__device__ __forceinline__ const float* offset_ptr(const float* p, int off) {
+  const float* r;
+  asm("mad.wide.s32 %0, %1, 4, %2;\n" : "=l"(r) : "r"(off), "l"(p));
+  return r;
+}
+// 4 bytes from src to the shared address dst, zeros where (mask & bit) == 0 (src is then not read).
+__device__ __forceinline__ void cp_async4_masked(unsigned dst, const float* src, unsigned mask, unsigned bit) {
+  asm volatile(
+      "{\n .reg .pred skip;\n .reg .b32 t;\n and.b32 t, %2, %3;\n setp.eq.u32 skip, t, 0;\n"
+      " cp.async.ca.shared.global [%0], [%1], 4, skip;\n}\n" ::"r"(dst),
+      "l"(src), "r"(mask), "r"(bit));
+}
+__device__ __forceinline__ void cp_async4(unsigned dst, const float* src, bool valid) {
+  asm volatile("{\n .reg .pred skip;\n setp.eq.u32 skip, %2, 0;\n cp.async.ca.shared.global [%0], [%1], 4, skip;\n}\n" ::
+                   "r"(dst),
+               "l"(src), "r"(unsigned(valid)));
+}
+// The B block of one k-tile (bytes a multiple of 16), counted on bar's transaction count.
+__device__ __forceinline__ void bulk_copy_s(unsigned dst, const float* src, unsigned bytes, unsigned bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+// ---- producer: warpgroup 0 ----------------------------------------------------------------------------------
+__device__ __forceinline__ void producer(const float* __restrict__ a, const float* __restrict__ b_blocks,
+                                         unsigned smem_base, const int2* tab, int m_first, int n_tile) {
+  const DefinedShape s;
+  const int ptid = threadIdx.x, lane = ptid % 32, pw = ptid / 32;
+  const unsigned full0 = smem_base + kBarOffset, empty0 = full0 + 8 * STAGES;
+  // This thread's element (kk = 8 pw + ki, m = lane + 32 fi) of stage 0.
+  const unsigned a_dst0 = smem_base + kAOffset + 4 * (kTapsPerWarp * pw * kLdA + lane);
+  const float* b_src = b_blocks + n_tile * kKTiles * kBBlockFloats;
+  int st = 0;
+  unsigned ph = 0;
+  if constexpr (kRsMajor) {
+    const float* base[kCountF];  // a + the row's offset + the offset of channel 8 pw
+    unsigned mask[kCountF];
+#pragma unroll
+    for (int fi = 0; fi < kCountF; ++fi) {
+      const Gemm::Row r = Gemm::row(s, m_first + lane + 32 * fi);
+      base[fi] = offset_ptr(a, r.off + kTapsPerWarp * pw * kCStride);  // invalid rows: mask 0, never read
+      mask[fi] = r.mask;
+    }
+    int c0 = 0, rs = 0, i = 0, j = 0;  // tile kt: filter tap rs = (i, j), channels c0 .. c0 + 31
+#pragma unroll 1
+    for (int kt = 0; kt < kKTiles; ++kt) {
+      mbar_wait(empty0 + 8 * st, ph ^ 1);  // consumers released tile kt - STAGES (free at once in round 0)
+      if (ptid == 0) {
+        mbar_arrive_expect_tx(full0 + 8 * st, kBCopyBytes);
+        bulk_copy_s(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
+      }
+      const unsigned dst = a_dst0 + st * (kAStageFloats * 4);
+      const int tap_off = c0 * kCStride + (PASS == 0 ? i * W + j : -(i * Q + j));  // = Gemm::tap(c0, i, j).off
+      const unsigned bit = 1u << rs;
+#pragma unroll
+      for (int fi = 0; fi < kCountF; ++fi) {
+        const float* p = offset_ptr(base[fi], tap_off);
+        const bool valid = (mask[fi] & bit) != 0;
+#pragma unroll
+        for (int ki = 0; ki < kTapsPerWarp; ++ki)
+          cp_async4(dst + 4 * (ki * kLdA + 32 * fi), p + ki * kCStride, valid);  // channel c0 + 8 pw + ki
+      }
+      cp_async_arrive_noinc(full0 + 8 * st);
+      c0 += BK;
+      if (c0 == kCInner) {
+        c0 = 0, ++rs;
+        if (++j == S) j = 0, ++i;
+      }
+      if (++st == STAGES) st = 0, ph ^= 1;
+    }
+  } else if constexpr (kMasked) {
+    const float* base[kCountF];  // a + the row's offset + the tile's c0 * kCStride
+    unsigned mask[kCountF];
+#pragma unroll
+    for (int fi = 0; fi < kCountF; ++fi) {
+      const Gemm::Row r = Gemm::row(s, m_first + lane + 32 * fi);
+      base[fi] = offset_ptr(a, r.off);  // the invalid rows have mask 0 and are never read
+      mask[fi] = r.mask;
+    }
+    int rs0 = 0;  // the tile's first tap is t = c0 * RS + rs0
+    const int2* tab_w = tab + kTapsPerWarp * pw;
+#pragma unroll 1
+    for (int kt = 0; kt < kKTiles; ++kt) {
+      mbar_wait(empty0 + 8 * st, ph ^ 1);  // consumers released tile kt - STAGES (free at once in round 0)
+      if (ptid == 0) {
+        mbar_arrive_expect_tx(full0 + 8 * st, kBCopyBytes);
+        bulk_copy_s(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
+      }
+      const unsigned dst = a_dst0 + st * (kAStageFloats * 4);
+      const int2* tab_t = tab_w + rs0;
+#pragma unroll
+      for (int ki = 0; ki < kTapsPerWarp; ++ki) {
+        const int2 e = tab_t[ki];  // warp-uniform: a broadcast LDS.64
+        unsigned bit = unsigned(e.y);
+        if constexpr (kTSize % BK != 0)
+          if (kt * BK + kTapsPerWarp * pw + ki >= kTSize) bit = 0;  // past the end of t (last tile only)
+#pragma unroll
+        for (int fi = 0; fi < kCountF; ++fi)
+          cp_async4_masked(dst + 4 * (ki * kLdA + 32 * fi), offset_ptr(base[fi], e.x), mask[fi], bit);
+      }
+      cp_async_arrive_noinc(full0 + 8 * st);
+      int step = (BK / kRS) * kCStride;
+      rs0 += BK % kRS;
+      if (rs0 >= kRS) rs0 -= kRS, step += kCStride;
+#pragma unroll
+      for (int fi = 0; fi < kCountF; ++fi) base[fi] = offset_ptr(base[fi], step);
+      if (++st == STAGES) st = 0, ph ^= 1;
+    }
+  } else {
+    Gemm::Row rows[kCountF];
+#pragma unroll
+    for (int fi = 0; fi < kCountF; ++fi) rows[fi] = Gemm::row(s, m_first + lane + 32 * fi);
+#pragma unroll 1
+    for (int kt = 0; kt < kKTiles; ++kt) {
+      mbar_wait(empty0 + 8 * st, ph ^ 1);
+      if (ptid == 0) {
+        mbar_arrive_expect_tx(full0 + 8 * st, kBCopyBytes);
+        bulk_copy_s(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
+      }
+      const unsigned dst = a_dst0 + st * (kAStageFloats * 4);
+#pragma unroll
+      for (int ki = 0; ki < kTapsPerWarp; ++ki) {
+        const Gemm::Tap tap = Gemm::tap(s, kt * BK + kTapsPerWarp * pw + ki);
+#pragma unroll
+        for (int fi = 0; fi < kCountF; ++fi) {
+          int off;
+          const bool valid = Gemm::a_at(s, rows[fi], tap, off);
+          cp_async4(dst + 4 * (ki * kLdA + 32 * fi), a + off, valid);
+        }
+      }
+      cp_async_arrive_noinc(full0 + 8 * st);
+      if (++st == STAGES) st = 0, ph ^= 1;
+    }
+  }
+  asm volatile("cp.async.wait_all;\n" ::: "memory");  // exit with no copy of this thread in flight
+}
+
+// ---- consumers: warpgroups 1..WGS ---------------------------------------------------------------------------
+struct Frag {
+  unsigned big[4][4], small[4][4];
+};
+struct Raw {
+  float v[4][4];
+};
+
+// The A elements of one k-tile (four k8 steps) for this thread: rows frag_m (+8), k = q (+4).
+__device__ __forceinline__ void read_tile(const float* a, Raw& r) {
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    r.v[ks][0] = a[8 * ks * kLdA];
+    r.v[ks][1] = a[8 * ks * kLdA + 8];
+    r.v[ks][2] = a[(8 * ks + 4) * kLdA];
+    r.v[ks][3] = a[(8 * ks + 4) * kLdA + 8];
+  }
+}
+__device__ __forceinline__ void split(const Raw& r, Frag& f) {
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      f.big[ks][j] = round_tf32(r.v[ks][j]);
+      f.small[ks][j] = __float_as_uint(r.v[ks][j] - __uint_as_float(f.big[ks][j]));
+      // Pins the split ahead of the next asm volatile: without it NVVM sinks the rounding past wgmma.fence,
+      // in between the wgmma's, and ptxas injects warpgroup.arrive's (C7519).
+      asm volatile("" : "+r"(f.big[ks][j]), "+r"(f.small[ks][j])::"memory");
+    }
+}
+
+// One k-tile's products into `part`, from a fresh accumulator; small terms first (as layer_wgmma_gemm.cuh).
+__device__ __forceinline__ void multiply_tile(float (&part)[kAcc], const Frag& f, unsigned long long b_big) {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const unsigned long long step = 2 * ks;  // 32 bytes along k within the swizzle row
+#if MATH == 1
+    const unsigned long long b_small = b_big + (kBTileBytes >> 4);  // descriptor addresses count 16 bytes
+    if (ks == 0)
+      wgmma_tile<0>(part, f.small[ks], b_big);
+    else
+      wgmma_tile<1>(part, f.small[ks], b_big + step);
+    wgmma_tile<1>(part, f.big[ks], b_small + step);
+    wgmma_tile<1>(part, f.big[ks], b_big + step);
+#else
+    if (ks == 0)
+      wgmma_tile<0>(part, f.big[ks], b_big);
+    else
+      wgmma_tile<1>(part, f.big[ks], b_big + step);
+#endif
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void consumer(const float* __restrict__ bias, float* __restrict__ d, unsigned smem_base,
+                                         const float* as, int m_first, int n_tile) {
+  const int ctid = threadIdx.x - 128, lane = ctid % 32;
+  // Warp w of consumer warpgroup g owns rows 64 g + 16 w .. + 15 of the tile.
+  const int frag_m = 64 * (ctid / 128) + 16 * (ctid / 32 % 4) + lane / 4, q = lane % 4;
+  const unsigned full0 = smem_base + kBarOffset, empty0 = full0 + 8 * STAGES;
+  const float* a_frag = as + q * kLdA + frag_m;  // stage 0
+  const unsigned long long desc0 = tile_descriptor(smem_base + kBOffset);
+  float sum[kAcc], part[kAcc];
+#pragma unroll
+  for (int e = 0; e < kAcc; ++e) sum[e] = 0.f;
+  auto advance = [](int& st, unsigned& ph) {
+    if (++st == STAGES) st = 0, ph ^= 1;
+  };
+  auto issue = [&](const Frag& f, int st) { multiply_tile(part, f, desc0 + st * (kBCopyBytes >> 4)); };
+  // Drains the wgmma's, adds the tile to the sum and releases stage st (every consumer thread). In this source
+  // order ptxas 13.0 puts the arrive right after the WARPGROUP.DEPBAR; with the arrive first in the source
+  // it sank it below the split, ~80 instructions later.
+  auto drain_release = [&](int st) {
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) asm volatile("" : "+f"(part[e])::"memory");  // no read of part before the wait
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) sum[e] += part[e];
+    // Every thread arrives (mbarrier.arrive releases only the arriving thread's own reads; one arrive a warp
+    // after __syncwarp drew racecheck hazards against the producer's next copies into the stage).
+    mbar_arrive(empty0 + 8 * st);
+  };
+  // Waits for tile (st1, ph1) and reads it, while the wgmma's issued before run (WS_WAIT_IN_WINDOW 1) or
+  // before they are issued (0: the caller waits first).
+  auto fetch = [&](Raw& r, int st1, unsigned ph1) {
+    if (WS_WAIT_IN_WINDOW) mbar_wait(full0 + 8 * st1, ph1);
+    read_tile(a_frag + st1 * kAStageFloats, r);
+  };
+  auto pre_wait = [&](int st1, unsigned ph1) {
+    if (!WS_WAIT_IN_WINDOW) mbar_wait(full0 + 8 * st1, ph1);
+  };
+  int st = 0;
+  unsigned ph = 0;
+  Raw raw;
+  mbar_wait(full0, 0);
+  read_tile(a_frag, raw);
+#if WS_UNROLL == 2
+  // Tile k: issue from f_cur, fetch and split k+1 into f_next, drain k; two tiles a trip, nothing in flight
+  // at the back edge. (ptxas 13.0 gives f0 and f1 the same registers and sinks the split below the
+  // WARPGROUP.DEPBAR: what overlaps is the barrier wait and the LDS, and the sum's FADDs with the next tile.)
+  Frag f0, f1;
+  split(raw, f0);
+  auto step = [&](const Frag& f_cur, Frag& f_next, int st, int st1, unsigned ph1) {
+    pre_wait(st1, ph1);
+    issue(f_cur, st);
+    Raw r;
+    fetch(r, st1, ph1);
+    split(r, f_next);
+    drain_release(st);
+  };
+  constexpr int kPairs = (kKTiles - 1) / 2;  // pairs while a tile remains after the pair
+#pragma unroll 1
+  for (int i = 0; i < kPairs; ++i) {
+    int st1 = st, st2;
+    unsigned ph1 = ph, ph2;
+    advance(st1, ph1);
+    st2 = st1, ph2 = ph1;
+    advance(st2, ph2);
+    step(f0, f1, st, st1, ph1);
+    step(f1, f0, st1, st2, ph2);
+    st = st2, ph = ph2;
+  }
+  if constexpr (kKTiles - 2 * kPairs == 2) {
+    int st1 = st;
+    unsigned ph1 = ph;
+    advance(st1, ph1);
+    step(f0, f1, st, st1, ph1);
+    issue(f1, st1);
+    drain_release(st1);
+  } else {
+    issue(f0, st);
+    drain_release(st);
+  }
+#else
+  // Tile k: split (its A registers are free: the previous tile drained), issue, fetch k+1's raw elements,
+  // drain. The in-flight window writes no wgmma operand at all.
+  Frag f;
+#pragma unroll 1
+  for (int kt = 0; kt < kKTiles - 1; ++kt) {
+    int st1 = st;
+    unsigned ph1 = ph;
+    advance(st1, ph1);
+    split(raw, f);
+    pre_wait(st1, ph1);
+    issue(f, st);
+    fetch(raw, st1, ph1);
+    drain_release(st);
+    st = st1, ph = ph1;
+  }
+  split(raw, f);
+  issue(f, st);
+  drain_release(st);
+#endif
+  store_tile(sum, d, bias, m_first + frag_m, n_tile * BN, q);
+}
+
+__device__ __forceinline__ void gemm(const float* __restrict__ a, const float* __restrict__ b_blocks,
+                                     const float* __restrict__ bias, float* __restrict__ d) {
+  // Dynamic shared memory is only promised 16-byte alignment; the swizzled tiles need 1024 (kSmemBytes
+  // includes 1024 bytes of slack).
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024 - (shared_address(smem_raw) & 1023)) & 1023);
+  const unsigned smem_base = shared_address(smem);
+  const int tid = threadIdx.x, m_first = blockIdx.x * BM, n_tile = blockIdx.y;
+  int2* tab = reinterpret_cast<int2*>(smem + kTabOffset);
+  if constexpr (kMasked) {
+    const DefinedShape s;
+    // Entry e: tap e of c (or k) = 0, as Gemm::tap computes it (linear in c, so valid for e >= RS too).
+    for (int e = tid; e < kTabEntries; e += kThreads) tab[e] = make_int2(Gemm::tap(s, e).off, int(1u << (e % kRS)));
+  }
+  if (tid == 0) {
+    for (int st = 0; st < STAGES; ++st) {
+      mbar_init(smem_base + kBarOffset + 8 * st, 128 + 1);                   // full: 128 noinc + expect_tx
+      mbar_init(smem_base + kBarOffset + 8 * (STAGES + st), kConsumerThreads);  // empty: every consumer
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (tid < 128) {
+    setmaxnreg_dec<kProducerRegs>();
+    producer(a, b_blocks, smem_base, tab, m_first, n_tile);
+  } else {
+    if constexpr (kConsumerInc) setmaxnreg_inc<kConsumerRegs>();
+    consumer(bias, d, smem_base, reinterpret_cast<const float*>(smem + kAOffset), m_first, n_tile);
+  }
+}
+
+// ---- entry points (as layer_wgmma_gemm.cuh) -----------------------------------------------------------------
+#if PASS == 0
+#if BIAS
+#define BIAS_PARAM const float* __restrict__ bias,
+#else
+#define BIAS_PARAM
+constexpr const float* bias = nullptr;
+#endif
+extern "C" __global__ void split_filter_kernel(const float* __restrict__ x, const float* __restrict__ filter,
+                                               BIAS_PARAM float* __restrict__ y, float* __restrict__ workspace) {
+  split_filter(filter, workspace);
+}
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
+    wgmma_gemm_kernel(const float* __restrict__ x, const float* __restrict__ filter, BIAS_PARAM float* __restrict__ y,
+                      const float* __restrict__ workspace) {
+  gemm(x, workspace, bias, y);
+}
+#else
+extern "C" __global__ void split_filter_kernel(const float* __restrict__ dy, const float* __restrict__ filter,
+                                               float* __restrict__ dx, float* __restrict__ workspace) {
+  split_filter(filter, workspace);
+}
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
+    wgmma_gemm_kernel(const float* __restrict__ dy, const float* __restrict__ filter, float* __restrict__ dx,
+                      const float* __restrict__ workspace) {
+  gemm(dy, workspace, nullptr, dx);
+}
+#endif
