@@ -43,7 +43,9 @@ for st in "${strategies[@]}"; do
   python3 -c "import json,sys; d=json.load(open('$spec')); d['strategy']='$st'; d['name']=d['name']+'-$st'; json.dump(d,open('/tmp/spec-$st.json','w'))"
   sweep /tmp/spec-$st.json "$st"
 done
-run=$(ls -d /tmp/results/*/"$(basename "$spec" .json)"-2* /tmp/results/*/* 2>/dev/null | head -1)
+# The newest run of this spec (a warm machine keeps earlier calls' runs in /tmp/results; ls sorts by name).
+run=$(ls -dt /tmp/results/*/"$(basename "$spec" .json)"-2* 2>/dev/null | head -1)
+[ -n "$run" ] || run=$(ls -dt /tmp/results/*/* 2>/dev/null | head -1)
 ./build/convtune export "$run" >>"$out/export.log" 2>&1 && echo "exported $run/dispatch.json"
 [ -x build/convtune_bench ] && timeout 120 ./build/convtune_bench "$run/dispatch.json" --benchmark_min_time="${BENCH_MIN_TIME:-0.2s}" \
   --benchmark_out="$run/bench.json" --benchmark_out_format=json >"$out/bench.log" 2>&1; echo "bench rc=$?"
