@@ -20,7 +20,7 @@ using namespace convtune::test;
 
 namespace {
 
-const char* const kPasses[] = {"layer_fwd", "layer_bwd_data"};
+const char* const kPasses[] = {"layer_fwd", "layer_bwd_data"};  // the passes of both schedules
 
 const Variant& wgmma(const std::string& family) { return Registry::instance().get(family + ".implicit_gemm_wgmma"); }
 const Variant& wgmma_ws(const std::string& family) {
@@ -37,8 +37,9 @@ Config config(const char* math, int warpgroups, int stages, int tile_n = 64) {
   return {{"math", math}, {"warpgroups", warpgroups}, {"stages", stages}, {"tile_n", tile_n}};
 }
 
-// Every config on the ResNet shape (tf32 through a precision = 1 copy), every 3rd elsewhere.
-std::vector<JitProgram> programs(const Variant& v, const std::string& family) {
+// Every config on the ResNet shape (tf32 through a precision = 1 copy), every 3rd elsewhere; with `sample`,
+// every sample-th there and every 2*sample-th elsewhere (backward-filter's splits multiply its space by 8).
+std::vector<JitProgram> programs(const Variant& v, const std::string& family, size_t sample = 1) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   Problem relaxed = resnet(family);
   relaxed.dims["precision"] = 1;
@@ -49,7 +50,8 @@ std::vector<JitProgram> programs(const Variant& v, const std::string& family) {
   for (size_t pi = 0; pi < problems.size(); ++pi) {
     size_t i = 0;
     for (const Config& c : v.space(problems[pi], dev).enumerate()) {
-      if (!v.can_implement(problems[pi], c, dev) || (pi > 0 && i++ % 3 != 0)) continue;
+      if (!v.can_implement(problems[pi], c, dev) || i++ % (pi == 0 ? sample : sample == 1 ? 3 : 2 * sample) != 0)
+        continue;
       for (const JitProgram& prog : v.programs(problems[pi], c))
         if (seen.insert(prog.describe()).second) out.push_back(prog);
     }
@@ -75,6 +77,47 @@ TEST(LayerWgmmaCompile, SpecializedForward) {
 }
 TEST(LayerWgmmaCompile, SpecializedBackwardData) {
   expect_all_compile(programs(wgmma_ws("layer_bwd_data"), "layer_bwd_data"), kForbiddenNotes);
+}
+
+TEST(LayerWgmmaCompile, SpecializedBackwardFilter) {
+  expect_all_compile(programs(wgmma_ws("layer_bwd_filter"), "layer_bwd_filter", 4), kForbiddenNotes);
+}
+
+Config filter_config(int warpgroups, int tile_n, int splits) {
+  Config c = config(kMath3xTf32, warpgroups, 3, tile_n);
+  c["splits"] = splits;
+  return c;
+}
+
+// dw's transpose: m = c*r*s = 2304 rows, n = k = 256 columns, t = n*P*Q = 6272 (196 k-tiles) for the
+// C256 ResNet stage.
+TEST(LayerWgmma, BackwardFilterSplitRules) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();  // 132 SMs
+  const Variant& v = wgmma_ws("layer_bwd_filter");
+  const Problem c256 = shape("layer_bwd_filter", {32, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1});
+  // 36 x 4 tiles: splits 1 and 2 fill the GPU; splits 8 (half of it already 4 x 144 CTAs) is pruned.
+  EXPECT_TRUE(v.can_implement(c256, filter_config(1, 64, 1), dev).ok);
+  EXPECT_TRUE(v.can_implement(c256, filter_config(1, 64, 2), dev).ok);
+  const Status many = v.can_implement(c256, filter_config(1, 64, 8), dev);
+  EXPECT_FALSE(many.ok);
+  EXPECT_TRUE(contains(many.reason, "fill the 132 SMs twice")) << many.reason;
+  // The C64 56x56 K64 stage: 9 x 1 tiles of 3136 k-tiles; splits 1 idles most SMs while 4 is allowed.
+  const Problem c64 = shape("layer_bwd_filter", {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1});
+  const Status idle = v.can_implement(c64, filter_config(1, 64, 1), dev);
+  EXPECT_FALSE(idle.ok);
+  EXPECT_TRUE(contains(idle.reason, "under a quarter")) << idle.reason;
+  EXPECT_TRUE(v.can_implement(c64, filter_config(1, 64, 32), dev).ok);
+  // 4 k-tiles (t = 2*7*7 = 98): 2 splits of 2 or 4 of 1; 3 splits would take 2, 2 and none.
+  const Problem tiny = shape("layer_bwd_filter", {2, 5, 7, 7, 6, 3, 3, 1, 1, 1, 1});
+  EXPECT_TRUE(v.can_implement(tiny, filter_config(1, 64, 2), dev).ok);
+  EXPECT_TRUE(v.can_implement(tiny, filter_config(1, 64, 4), dev).ok);
+  const Status empty = v.can_implement(tiny, filter_config(1, 64, 3), dev);
+  EXPECT_FALSE(empty.ok);
+  EXPECT_TRUE(contains(empty.reason, "without a k-tile")) << empty.reason;
+  // The cost counts the partials written and read back.
+  const Cost one = v.cost(c256, filter_config(1, 64, 1)), two = v.cost(c256, filter_config(1, 64, 2));
+  EXPECT_DOUBLE_EQ(two.bytes_model - one.bytes_model, 4.0 * (2 * 2 * 2304.0 * 256 + 2304.0 * 256 - 2304.0 * 256));
+  EXPECT_DOUBLE_EQ(one.flops_variant, 2.0 * 2304 * 256 * 6272);
 }
 
 TEST(LayerWgmma, SpecializedTakesOneOrTwoMmaWarpgroups) {

@@ -1,6 +1,7 @@
 #include "variants/layer_fwd/wgmma_gemm.h"
 
 #include "variants/layer_fwd/layer_fwd.h"
+#include "variants/layer_fwd/layer_gemm.h"
 
 namespace convtune {
 namespace {
@@ -12,7 +13,21 @@ int tile_n(const Config& c) { return cfg_value(c, "tile_n"); }
 // One (n-tile, k-tile) block of the split filter: big + small tiles for 3xTF32, the big one for TF32.
 int block_bytes(const Config& c) { return (config_math(c) == kMath3xTf32 ? 2 : 1) * tile_n(c) * kTileK * 4; }
 
+// The GEMM these kernels compute: backward-filter's transposed (rows (c, i, j) from x, columns k from dy,
+// which is split like a filter), the others as gemm_extent says.
+GemmExtent wgmma_extent(GemmPass pass, const LayerShape& l) {
+  const GemmExtent e = gemm_extent(pass, l);
+  return pass == GemmPass::bwd_filter ? GemmExtent{e.n, e.m, e.t} : e;
+}
+
 }  // namespace
+
+int WgmmaGemmVariant::splits(const Config& c) const { return pass_ == GemmPass::bwd_filter ? cfg_value(c, "splits") : 1; }
+
+size_t WgmmaGemmVariant::split_b_bytes(const LayerShape& l, const Config& c) const {
+  const GemmExtent e = wgmma_extent(pass_, l);
+  return size_t(layer_div_up(e.n, tile_n(c))) * size_t(layer_div_up(e.t, kTileK)) * size_t(block_bytes(c));
+}
 
 int WgmmaGemmVariant::threads(const Config& c) const {
   return 128 * (cfg_value(c, "warpgroups") + (specialized() ? 1 : 0));
@@ -29,6 +44,10 @@ int WgmmaGemmVariant::smem_bytes(const LayerShape& l, const Config& c) const {
 }
 
 std::string WgmmaGemmVariant::summary() const {
+  if (pass_ == GemmPass::bwd_filter)
+    return "implicit GEMM of the backward-filter pass (dw's transpose) on Hopper's warpgroup MMA (wgmma; compute "
+           "capability 9.0 only), warp-specialized: a producer warpgroup gathers x, dy comes pre-split into tf32 "
+           "tiles by bulk copy; the n*P*Q sum split over CTAs and added in order; 3xTF32 (fp32 accuracy) or TF32";
   return std::string("implicit GEMM of the ") + (pass_ == GemmPass::forward ? "forward" : "backward-data") +
          " pass on Hopper's warpgroup MMA (wgmma; compute capability 9.0 only): the gathered image from "
          "registers, the filter pre-split into tf32 tiles by bulk copy; 3xTF32 (fp32 accuracy) or TF32" +
@@ -39,11 +58,17 @@ std::string WgmmaGemmVariant::summary() const {
 ParamSpace WgmmaGemmVariant::space(const Problem&, const DeviceInfo&) const {
   ParamSpace s;
   s.add("math", "3xTF32 (strict fp32) or TF32 (precision = 1 only)", {kMath3xTf32, kMathTf32})
-      .add("warpgroups", "warpgroups per CTA, each 64 rows of the GEMM tile (BM = 64 x warpgroups)",
+      .add("warpgroups",
+           specialized() ? "MMA warpgroups per CTA (beside the producer), each 64 rows of the GEMM tile (BM = 64 x "
+                           "warpgroups)"
+                         : "warpgroups per CTA, each 64 rows of the GEMM tile (BM = 64 x warpgroups)",
            specialized() ? layer_values({1, 2}) : layer_values({1, 2, 4}))
       .add("tile_n", "GEMM columns per CTA (BN; 128 halves the gathers per product, at twice the registers)",
            layer_values({64, 128}))
       .add("stages", "shared-memory pipeline depth (A by cp.async, B by bulk copy)", layer_values({2, 3, 4}));
+  if (pass_ == GemmPass::bwd_filter)
+    s.add("splits", "CTAs sharing the n*P*Q sum of each tile, added in order by a third kernel",
+          layer_values({1, 2, 4, 8, 16, 32, 64, 128}));
   return s;
 }
 
@@ -60,22 +85,50 @@ Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const
   // 128 columns: 64 accumulator registers twice; four warpgroups would leave under 128 registers a thread.
   if (tile_n(c) == 128 && wgs == 4) return Status::no("tile_n 128 needs warpgroups 1 or 2 (registers)");
   if (stages < 2 || stages > 4) return Status::no("stages must be 2, 3 or 4");
-  const GemmExtent e = gemm_extent(pass_, l);
-  // The kernel indexes the GEMM rows and the split filter (the workspace, in floats) with int.
-  if (double(e.m) + tile_m(c) > kInt32Limit || double(workspace_bytes(l, c)) / 4 > kInt32Limit)
+  if (pass_ == GemmPass::bwd_filter && !specialized()) return Status::no("backward-filter needs the specialized kernel");
+  const GemmExtent e = wgmma_extent(pass_, l);
+  // The kernel indexes the GEMM rows and the split filter (in floats) with int.
+  if (double(e.m) + tile_m(c) > kInt32Limit || double(split_b_bytes(l, c)) / 4 > kInt32Limit)
     return Status::no("GEMM too large for the kernel's 32-bit indices");
+  const double bound = std::min(kMaxGemmWorkspaceBytes, double(dev.global_mem_bytes) / 4);
+  if (dev.global_mem_bytes > 0 && double(workspace_bytes(l, c)) > bound)
+    return Status::no("workspace (the split " + std::string(pass_ == GemmPass::bwd_filter ? "dy" : "filter") +
+                      (splits(c) > 1 ? " and the partial sums" : "") + ") " +
+                      std::to_string(int64_t(double(workspace_bytes(l, c)) / double(1 << 20))) + " MiB over the bound");
+  return split_rules(l, c, dev);
+}
+
+// Backward-filter's splits: each must get a k-tile, and a split that leaves the grid under a quarter of the
+// SMs cannot win while a 4x larger one is allowed, nor one whose half already fills the SMs twice.
+Status WgmmaGemmVariant::split_rules(const LayerShape& l, const Config& c, const DeviceInfo& dev) const {
+  if (pass_ != GemmPass::bwd_filter) return Status::yes();
+  const int split = splits(c);
+  const GemmExtent e = wgmma_extent(pass_, l);
+  const int64_t k_tiles = layer_div_up(e.t, kTileK), per = layer_div_up(k_tiles, split);
+  if (split < 1 || (split - 1) * per >= k_tiles)
+    return Status::no("splits " + std::to_string(split) + " leaves a split without a k-tile (" +
+                      std::to_string(k_tiles) + " k-tiles of 32 in the n*P*Q sum)");
+  const int64_t tiles = layer_div_up(e.m, tile_m(c)) * layer_div_up(e.n, tile_n(c));
+  if (dev.sms > 0 && 4 * tiles * split < dev.sms && (4 * int64_t(split) - 1) * layer_div_up(k_tiles, 4 * split) < k_tiles)
+    return Status::no("splits " + std::to_string(split) + " x " + std::to_string(tiles) + " tiles fill under a quarter of the " +
+                      std::to_string(dev.sms) + " SMs, and splits " + std::to_string(4 * split) + " is allowed");
+  if (dev.sms > 0 && tiles * (split / 2) >= 2 * int64_t(dev.sms))
+    return Status::no("splits " + std::to_string(split) + ": " + std::to_string(tiles) + " tiles x " +
+                      std::to_string(split / 2) + " already fill the " + std::to_string(dev.sms) + " SMs twice");
   return Status::yes();
 }
 
 Cost WgmmaGemmVariant::cost(const Problem& prob, const Config& c) const {
   const LayerShape l(prob);
-  const GemmExtent e = gemm_extent(pass_, l);
+  const GemmExtent e = wgmma_extent(pass_, l);
   const double m = double(e.m), n = double(e.n), t = double(e.t);
   // bytes_model: the split filter (big + small) read by every m-tile, A (im2col-sized, as gathered) by every
-  // n-tile, the output written once, the split written once: the L2 -> SM traffic, approximately.
+  // n-tile, the output written once (with splits, the partials written and read back first), the split
+  // written once: the L2 -> SM traffic, approximately.
   const double n_tiles = double(layer_div_up(e.n, tile_n(c))), m_tiles = double(layer_div_up(e.m, tile_m(c)));
-  const double split = n_tiles * double(layer_div_up(e.t, kTileK)) * block_bytes(c);
-  const double bytes = m_tiles * split + 4.0 * (n_tiles * m * t + m * n) + split;
+  const double split = double(split_b_bytes(l, c)), parts = splits(c);
+  const double output = parts > 1 ? 2.0 * parts * m * n + m * n : m * n;
+  const double bytes = m_tiles * split + 4.0 * (n_tiles * m * t + output) + split;
   return {prob.direct_flops(), 2.0 * m * n * t, operand_bytes(prob), bytes};
 }
 
@@ -94,21 +147,27 @@ std::vector<std::string> WgmmaGemmVariant::defines(const LayerShape& l, const Pr
     o.push_back(layer_define("BIAS", prob.at("bias")));
     o.push_back(layer_define("RELU", prob.at("relu")));
   }
+  if (pass_ == GemmPass::bwd_filter) o.push_back(layer_define("SPLITS", splits(c)));
   return o;
 }
 
 std::vector<LayerLaunch> WgmmaGemmVariant::launches(const LayerShape& l, const Config& c) const {
-  const GemmExtent e = gemm_extent(pass_, l);
+  const GemmExtent e = wgmma_extent(pass_, l);
   const int64_t n_tiles = layer_div_up(e.n, tile_n(c));
   const int64_t split_elements = n_tiles * tile_n(c) * layer_div_up(e.t, kTileK) * kTileK;
-  return {{"split_filter_kernel", dim3(unsigned(layer_div_up(split_elements, 256))), dim3(256), 0},
-          {"wgmma_gemm_kernel", dim3(unsigned(layer_div_up(e.m, tile_m(c))), unsigned(n_tiles)),
-           dim3(unsigned(threads(c))), smem_bytes(l, c), true}};
+  std::vector<LayerLaunch> out = {
+      {"split_filter_kernel", dim3(unsigned(layer_div_up(split_elements, 256))), dim3(256), 0},
+      {"wgmma_gemm_kernel", dim3(unsigned(layer_div_up(e.m, tile_m(c))), unsigned(n_tiles), unsigned(splits(c))),
+       dim3(unsigned(threads(c))), smem_bytes(l, c), true}};
+  if (splits(c) > 1) out.push_back({"split_sum_kernel", dim3(unsigned(layer_div_up(e.m * e.n, 256))), dim3(256), 0});
+  return out;
 }
 
+// The split filter (or dy), then backward-filter's partial sums when its sum is split.
 size_t WgmmaGemmVariant::workspace_bytes(const LayerShape& l, const Config& c) const {
-  const GemmExtent e = gemm_extent(pass_, l);
-  return size_t(layer_div_up(e.n, tile_n(c))) * size_t(layer_div_up(e.t, kTileK)) * size_t(block_bytes(c));
+  const GemmExtent e = wgmma_extent(pass_, l);
+  const size_t partials = splits(c) > 1 ? size_t(splits(c)) * size_t(e.m) * size_t(e.n) * sizeof(float) : 0;
+  return split_b_bytes(l, c) + partials;
 }
 
 namespace {

@@ -1,9 +1,10 @@
-// The implicit GEMM of the forward and backward-data passes on Hopper's warpgroup MMA (wgmma), with
-// 3xTF32 (strict fp32) or TF32 math: kernels/layer_wgmma_gemm.cuh. Only on compute capability 9.0
-// (wgmma is an sm_90a instruction: Blackwell and earlier GPUs do not have it). Two schedules: every warp
-// gathers and multiplies (layer_wgmma_gemm.cuh), or warp-specialized, a producer warpgroup gathering for
-// the MMA warpgroups (layer_wgmma_ws.cuh). This base class holds the space, constraints, cost and launches;
-// each variant names its pass and schedule.
+// The implicit GEMM of the layer passes on Hopper's warpgroup MMA (wgmma), with 3xTF32 (strict fp32) or
+// TF32 math. Only on compute capability 9.0 (wgmma is an sm_90a instruction: Blackwell and earlier GPUs do
+// not have it). Two schedules: every warp gathers and multiplies (layer_wgmma_gemm.cuh: forward and
+// backward-data), or warp-specialized, a producer warpgroup gathering for the MMA warpgroups
+// (layer_wgmma_ws.cuh: also backward-filter, as dw's transpose with dy split like a filter and the n*P*Q sum
+// split over CTAs). This base class holds the space, constraints, cost and launches; each variant names its
+// pass and schedule.
 #pragma once
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ class WgmmaGemmVariant : public JitLayerVariant {
  private:
   bool specialized() const { return schedule_ == Schedule::specialized; }
   int threads(const Config& c) const;
+  int splits(const Config& c) const;  // backward-filter's split of the n*P*Q sum; 1 for the other passes
+  size_t split_b_bytes(const LayerShape& l, const Config& c) const;  // the B operand split into tf32 tiles
+  Status split_rules(const LayerShape& l, const Config& c, const DeviceInfo& dev) const;
   int smem_bytes(const LayerShape& l, const Config& c) const;
 
   GemmPass pass_;

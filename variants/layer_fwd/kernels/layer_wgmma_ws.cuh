@@ -1,6 +1,8 @@
-// Warp-specialized implicit GEMM of the forward and backward-data passes on wgmma (sm_90a). Same defines,
-// entry points and workspace size as layer_wgmma_gemm.cuh (read it first), plus SMEM_BYTES (the launch's
-// dynamic shared memory). It differs in:
+// Warp-specialized implicit GEMM of the forward, backward-data and backward-filter passes on wgmma (sm_90a).
+// Same defines, entry points and workspace as layer_wgmma_gemm.cuh (read it first), plus SMEM_BYTES (the
+// launch's dynamic shared memory), PASS 2 (backward-filter: dw's transpose, dy split like a filter; see
+// FilterGradGemm) and SPLITS (its t sum over gridDim.z CTAs, the partials after the split dy in the
+// workspace, added by split_sum_kernel). It differs in:
 //   - blockDim.x = 128 * (WGS + 1): warpgroup 0 produces, warpgroups 1..WGS consume; BM = 64 * WGS.
 //   - where C (forward) or K (backward-data) is a multiple of 32, the GEMM's t runs filter-tap major
 //     (t = rs * C + c) in the split filter and the gather alike, so a 32-tap tile is one filter tap.
@@ -40,8 +42,34 @@ struct DefinedShape {
 };
 #if PASS == 0
 using Gemm = igemm::FwdGemm;
-#else
+#elif PASS == 1
 using Gemm = igemm::BwdDataGemm;
+#else
+// Backward-filter as the GEMM of dw's transpose: rows m = (c, i, j) gathered from x (BwdFilterGemm's
+// columns), columns n = k from dy (its rows, split into the B blocks like a filter), t = (img, p, q). The
+// long t sum may be split over SPLITS CTAs (gridDim.z) whose partials a third kernel adds in order.
+struct FilterGradGemm {
+  using G = igemm::BwdFilterGemm;
+  using Row = G::Col;
+  using Col = G::Row;
+  using Tap = G::Tap;
+  template <class Shape> static __device__ int m_size(const Shape& s) { return G::n_size(s); }
+  template <class Shape> static __device__ Row row(const Shape& s, int m) { return G::col(s, m); }
+  template <class Shape> static __device__ Col col(const Shape& s, int n) { return G::row(s, n); }
+  template <class Shape> static __device__ Tap tap(const Shape& s, int t) { return G::tap(s, t); }
+  template <class Shape> static __device__ bool a_at(const Shape& s, const Row& a, const Tap& k, int& off) {
+    return G::b_at(s, a, k, off);
+  }
+  template <class Shape> static __device__ bool b_at(const Shape& s, const Col& b, const Tap& k, int& off) {
+    return G::a_at(s, b, k, off);
+  }
+  template <class Shape> static __device__ int d_row(const Shape&, int m) { return m; }
+  template <class Shape> static __device__ int d_col_stride(const Shape& s) { return s.c * s.r * s.s; }
+};
+using Gemm = FilterGradGemm;
+#endif
+#ifndef SPLITS
+#define SPLITS 1
 #endif
 
 static_assert(WGS == 1 || WGS == 2, "WGS: 1 or 2 consumer warpgroups");
@@ -55,11 +83,18 @@ constexpr int kBTileBytes = BN * BK * 4;
 constexpr int kBTiles = MATH == 1 ? 2 : 1;
 constexpr int kBBlockFloats = kBTiles * BN * BK;
 constexpr int kBCopyBytes = kBTiles * kBTileBytes;
-constexpr int kTSize = PASS == 0 ? C * R * S : K * R * S;
-constexpr int kNSize = PASS == 0 ? K : C;
+constexpr int kTSize = PASS == 0 ? C * R * S : PASS == 1 ? K * R * S : N * P * Q;
+constexpr int kNSize = PASS == 0 ? K : PASS == 1 ? C : K;
 constexpr int kKTiles = (kTSize + BK - 1) / BK, kNTiles = (kNSize + BN - 1) / BN;
 constexpr int kRS = R * S;
-constexpr bool kMasked = PASS == 0 ? kRS <= igemm::kMaskTaps : (U == 1 && V == 1 && kRS <= igemm::kMaskTaps);
+constexpr bool kMasked = PASS == 0   ? kRS <= igemm::kMaskTaps
+                         : PASS == 1 ? (U == 1 && V == 1 && kRS <= igemm::kMaskTaps)
+                                     : false;  // backward-filter: the per-tap decode
+// The splits of the t sum: split z takes k-tiles [z * kSplitTiles, min(kKTiles, (z + 1) * kSplitTiles)).
+constexpr int kSplitTiles = (kKTiles + SPLITS - 1) / SPLITS;
+static_assert(SPLITS == 1 || PASS == 2, "only backward-filter splits its sum");
+static_assert((SPLITS - 1) * kSplitTiles < kKTiles, "every split needs at least one k-tile");
+constexpr int kFilterElements = K * C * R * S;  // one split's partial dw (backward-filter)
 constexpr int kCStride = PASS == 0 ? H * W : P * Q;  // tap offset of one more c (forward) or k (backward-data)
 // The producer: lanes along m (coalesced global reads, conflict-free cp.async writes), warp w on taps 8w..8w+7.
 constexpr int kTapsPerWarp = BK / 4, kCountF = BM / 32;
@@ -230,6 +265,12 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
 }
 
+// This CTA's k-tiles: all of them, or its split's.
+__device__ __forceinline__ int first_tile() { return SPLITS == 1 ? 0 : int(blockIdx.z) * kSplitTiles; }
+__device__ __forceinline__ int end_tile() {
+  return SPLITS == 1 ? kKTiles : min(kKTiles, first_tile() + kSplitTiles);
+}
+
 // ---- producer: warpgroup 0 ----------------------------------------------------------------------------------
 __device__ __forceinline__ void producer(const float* __restrict__ a, const float* __restrict__ b_blocks,
                                          unsigned smem_base, const int2* tab, int m_first, int n_tile) {
@@ -241,6 +282,7 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
   const float* b_src = b_blocks + n_tile * kKTiles * kBBlockFloats;
   int st = 0;
   unsigned ph = 0;
+#if PASS != 2  // the masked gathers read Row::off and Row::mask, which backward-filter rows lack
   if constexpr (kRsMajor) {
     const float* base[kCountF];  // a + the row's offset + the offset of channel 8 pw
     unsigned mask[kCountF];
@@ -315,12 +357,14 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
       for (int fi = 0; fi < kCountF; ++fi) base[fi] = offset_ptr(base[fi], step);
       if (++st == STAGES) st = 0, ph ^= 1;
     }
-  } else {
+  } else
+#endif
+  {
     Gemm::Row rows[kCountF];
 #pragma unroll
     for (int fi = 0; fi < kCountF; ++fi) rows[fi] = Gemm::row(s, m_first + lane + 32 * fi);
 #pragma unroll 1
-    for (int kt = 0; kt < kKTiles; ++kt) {
+    for (int kt = first_tile(); kt < end_tile(); ++kt) {
       mbar_wait(empty0 + 8 * st, ph ^ 1);
       if (ptid == 0) {
         mbar_arrive_expect_tx(full0 + 8 * st, kBCopyBytes);
@@ -455,9 +499,10 @@ __device__ __forceinline__ void consumer(const float* __restrict__ bias, float* 
     split(r, f_next);
     drain_release(st);
   };
-  constexpr int kPairs = (kKTiles - 1) / 2;  // pairs while a tile remains after the pair
+  const int tiles = end_tile() - first_tile();
+  const int pairs = (tiles - 1) / 2;  // pairs while a tile remains after the pair
 #pragma unroll 1
-  for (int i = 0; i < kPairs; ++i) {
+  for (int i = 0; i < pairs; ++i) {
     int st1 = st, st2;
     unsigned ph1 = ph, ph2;
     advance(st1, ph1);
@@ -467,7 +512,7 @@ __device__ __forceinline__ void consumer(const float* __restrict__ bias, float* 
     step(f1, f0, st1, st2, ph2);
     st = st2, ph = ph2;
   }
-  if constexpr (kKTiles - 2 * kPairs == 2) {
+  if (tiles - 2 * pairs == 2) {
     int st1 = st;
     unsigned ph1 = ph;
     advance(st1, ph1);
@@ -483,7 +528,7 @@ __device__ __forceinline__ void consumer(const float* __restrict__ bias, float* 
   // drain. The in-flight window writes no wgmma operand at all.
   Frag f;
 #pragma unroll 1
-  for (int kt = 0; kt < kKTiles - 1; ++kt) {
+  for (int kt = first_tile(); kt < end_tile() - 1; ++kt) {
     int st1 = st;
     unsigned ph1 = ph;
     advance(st1, ph1);
@@ -510,11 +555,13 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
   const unsigned smem_base = shared_address(smem);
   const int tid = threadIdx.x, m_first = blockIdx.x * BM, n_tile = blockIdx.y;
   int2* tab = reinterpret_cast<int2*>(smem + kTabOffset);
+#if PASS != 2
   if constexpr (kMasked) {
     const DefinedShape s;
     // Entry e: tap e of c (or k) = 0, as Gemm::tap computes it (linear in c, so valid for e >= RS too).
     for (int e = tid; e < kTabEntries; e += kThreads) tab[e] = make_int2(Gemm::tap(s, e).off, int(1u << (e % kRS)));
   }
+#endif
   if (tid == 0) {
     for (int st = 0; st < STAGES; ++st) {
       mbar_init(smem_base + kBarOffset + 8 * st, 128 + 1);                   // full: 128 noinc + expect_tx
@@ -549,7 +596,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
                       const float* __restrict__ workspace) {
   gemm(x, workspace, bias, y);
 }
-#else
+#elif PASS == 1
 extern "C" __global__ void split_filter_kernel(const float* __restrict__ dy, const float* __restrict__ filter,
                                                float* __restrict__ dx, float* __restrict__ workspace) {
   split_filter(filter, workspace);
@@ -558,5 +605,28 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     wgmma_gemm_kernel(const float* __restrict__ dy, const float* __restrict__ filter, float* __restrict__ dx,
                       const float* __restrict__ workspace) {
   gemm(dy, workspace, nullptr, dx);
+}
+#else
+// Backward-filter: dy is split like a filter; the workspace holds its blocks, then SPLITS partial dw's.
+constexpr long long kSplitDyFloats = (long long)kNTiles * kKTiles * kBBlockFloats;
+extern "C" __global__ void split_filter_kernel(const float* __restrict__ x, const float* __restrict__ dy,
+                                               float* __restrict__ dw, float* __restrict__ workspace) {
+  split_filter(dy, workspace);
+}
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
+    wgmma_gemm_kernel(const float* __restrict__ x, const float* __restrict__ dy, float* __restrict__ dw,
+                      float* __restrict__ workspace) {
+  float* out = SPLITS > 1 ? workspace + kSplitDyFloats + (long long)blockIdx.z * kFilterElements : dw;
+  gemm(x, workspace, nullptr, out);
+}
+// dw = the splits' partials added in split order: deterministic, no atomics.
+extern "C" __global__ void split_sum_kernel(const float* __restrict__ x, const float* __restrict__ dy,
+                                            float* __restrict__ dw, const float* __restrict__ workspace) {
+  const float* partial = workspace + kSplitDyFloats;
+  for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < kFilterElements; e += gridDim.x * blockDim.x) {
+    float sum = 0.f;
+    for (int split = 0; split < SPLITS; ++split) sum += partial[(long long)split * kFilterElements + e];
+    dw[e] = sum;
+  }
 }
 #endif
