@@ -45,7 +45,7 @@ for st in "${strategies[@]}"; do
 done
 # The newest run of this spec (a warm machine keeps earlier calls' runs in /tmp/results; ls sorts by name).
 run=$(ls -dt /tmp/results/*/"$(basename "$spec" .json)"-2* 2>/dev/null | head -1)
-[ -n "$run" ] || run=$(ls -dt /tmp/results/*/* 2>/dev/null | head -1)
+[ -n "$run" ] || { run=$(ls -dt /tmp/results/*/* 2>/dev/null | head -1); echo "no run named after $spec: exporting the newest, $run"; }
 ./build/convtune export "$run" >>"$out/export.log" 2>&1 && echo "exported $run/dispatch.json"
 [ -x build/convtune_bench ] && timeout 120 ./build/convtune_bench "$run/dispatch.json" --benchmark_min_time="${BENCH_MIN_TIME:-0.2s}" \
   --benchmark_out="$run/bench.json" --benchmark_out_format=json >"$out/bench.log" 2>&1; echo "bench rc=$?"

@@ -39,7 +39,8 @@ Config config(const char* math, int warpgroups, int stages, int tile_n = 64) {
 
 // Every config on the ResNet shape (tf32 through a precision = 1 copy), every 3rd elsewhere; with `sample`,
 // every sample-th there and every 2*sample-th elsewhere (backward-filter's splits multiply its space by 8).
-std::vector<JitProgram> programs(const Variant& v, const std::string& family, size_t sample = 1) {
+std::vector<JitProgram> programs(const Variant& v, const std::string& family, size_t sample = 1,
+                                 size_t at_least = 30) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   Problem relaxed = resnet(family);
   relaxed.dims["precision"] = 1;
@@ -56,7 +57,7 @@ std::vector<JitProgram> programs(const Variant& v, const std::string& family, si
         if (seen.insert(prog.describe()).second) out.push_back(prog);
     }
   }
-  EXPECT_GE(out.size(), 20u) << v.name();
+  EXPECT_GE(out.size(), at_least) << v.name();
   return out;
 }
 
@@ -107,11 +108,11 @@ TEST(LayerWgmma, BackwardFilterSplitRules) {
   EXPECT_FALSE(idle.ok);
   EXPECT_TRUE(contains(idle.reason, "under a quarter")) << idle.reason;
   EXPECT_TRUE(v.can_implement(c64, filter_config(1, 64, 32), dev).ok);
-  // 4 k-tiles (t = 2*7*7 = 98): 2 splits of 2 or 4 of 1; 3 splits would take 2, 2 and none.
-  const Problem tiny = shape("layer_bwd_filter", {2, 5, 7, 7, 6, 3, 3, 1, 1, 1, 1});
+  // 5 k-tiles (t = 12*12 = 144): 2 splits of 3 and 2; 4 splits would take 2, 2, 1 and none (a split takes
+  // ceil(k-tiles / splits)).
+  const Problem tiny = shape("layer_bwd_filter", {1, 5, 12, 12, 6, 1, 1, 0, 0, 1, 1});
   EXPECT_TRUE(v.can_implement(tiny, filter_config(1, 64, 2), dev).ok);
-  EXPECT_TRUE(v.can_implement(tiny, filter_config(1, 64, 4), dev).ok);
-  const Status empty = v.can_implement(tiny, filter_config(1, 64, 3), dev);
+  const Status empty = v.can_implement(tiny, filter_config(1, 64, 4), dev);
   EXPECT_FALSE(empty.ok);
   EXPECT_TRUE(contains(empty.reason, "without a k-tile")) << empty.reason;
   // The cost counts the partials written and read back.
@@ -141,15 +142,31 @@ TEST(LayerWgmma, JitTargetIsArchSpecificOnHopper) {
   EXPECT_EQ(jit_target("sm_100"), "sm_100");
 }
 
+// Every wgmma variant, with a config its family's ResNet shape accepts.
+struct WgmmaCase {
+  std::string variant, family;
+};
+const std::vector<WgmmaCase> kAllWgmma = {{"layer_fwd.implicit_gemm_wgmma", "layer_fwd"},
+                                          {"layer_bwd_data.implicit_gemm_wgmma", "layer_bwd_data"},
+                                          {"layer_fwd.implicit_gemm_wgmma_ws", "layer_fwd"},
+                                          {"layer_bwd_data.implicit_gemm_wgmma_ws", "layer_bwd_data"},
+                                          {"layer_bwd_filter.implicit_gemm_wgmma_ws", "layer_bwd_filter"}};
+Config case_config(const WgmmaCase& k, const char* math) {
+  Config c = config(math, 2, 3);
+  if (k.family == "layer_bwd_filter") c["splits"] = 32;
+  return c;
+}
+
 TEST(LayerWgmma, OnlyComputeCapability90) {
-  for (const char* family : kPasses) {
+  for (const WgmmaCase& k : kAllWgmma) {
+    const Variant& v = Registry::instance().get(k.variant);
     DeviceInfo dev = DeviceInfo::offline_sm90();
-    const Config c = config(kMath3xTf32, 2, 3);
-    EXPECT_TRUE(wgmma(family).can_implement(resnet(family), c, dev).ok) << family;
+    const Config c = case_config(k, kMath3xTf32);
+    EXPECT_TRUE(v.can_implement(resnet(k.family), c, dev).ok) << k.variant;
     for (auto cc : {std::pair{8, 0}, std::pair{8, 9}, std::pair{10, 0}}) {
       dev.cc_major = cc.first, dev.cc_minor = cc.second;
-      const Status s = wgmma(family).can_implement(resnet(family), c, dev);
-      EXPECT_FALSE(s.ok) << family << " cc " << cc.first << "." << cc.second;
+      const Status s = v.can_implement(resnet(k.family), c, dev);
+      EXPECT_FALSE(s.ok) << k.variant << " cc " << cc.first << "." << cc.second;
       EXPECT_TRUE(contains(s.reason, "compute capability 9.0")) << s.reason;
     }
   }
@@ -157,20 +174,21 @@ TEST(LayerWgmma, OnlyComputeCapability90) {
 
 TEST(LayerWgmma, PrecisionRulesAndTolerance) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  for (const char* family : kPasses) {
-    const Variant& v = wgmma(family);
-    Problem p = resnet(family);
-    const Status strict = v.can_implement(p, config(kMathTf32, 2, 3), dev);
-    EXPECT_FALSE(strict.ok) << family;
+  for (const WgmmaCase& k : kAllWgmma) {
+    const Variant& v = Registry::instance().get(k.variant);
+    Problem p = resnet(k.family);
+    const Status strict = v.can_implement(p, case_config(k, kMathTf32), dev);
+    EXPECT_FALSE(strict.ok) << k.variant;
     EXPECT_TRUE(contains(strict.reason, "precision")) << strict.reason;
-    EXPECT_FALSE(v.can_implement(p, config(kMathFp32, 2, 3), dev).ok) << family;
+    EXPECT_FALSE(v.can_implement(p, case_config(k, kMathFp32), dev).ok) << k.variant;
     // 3xTF32 is held to the strict fp32 bound of an fp32 sum of the same length.
-    const Variant& fp32 = Registry::instance().get(std::string(family) + ".implicit_gemm");
-    EXPECT_EQ(v.tolerance(p, config(kMath3xTf32, 2, 3)).rel_l2,
-              fp32.tolerance(p, {{"math", kMathFp32}, {"tile", "128x64x8"}, {"stages", 2}, {"splits", 1}}).rel_l2);
+    const Variant& fp32 = Registry::instance().get(k.family + ".implicit_gemm");
+    EXPECT_EQ(v.tolerance(p, case_config(k, kMath3xTf32)).rel_l2,
+              fp32.tolerance(p, {{"math", kMathFp32}, {"tile", "128x64x8"}, {"stages", 2}, {"splits", 1}}).rel_l2)
+        << k.variant;
     p.dims["precision"] = 1;
-    EXPECT_TRUE(v.can_implement(p, config(kMathTf32, 2, 3), dev).ok) << family;
-    EXPECT_GT(v.tolerance(p, config(kMathTf32, 2, 3)).rel_l2, 1e-4);
+    EXPECT_TRUE(v.can_implement(p, case_config(k, kMathTf32), dev).ok) << k.variant;
+    EXPECT_GT(v.tolerance(p, case_config(k, kMathTf32)).rel_l2, 1e-4);
   }
 }
 
