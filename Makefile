@@ -37,9 +37,10 @@ sweep: build
 quick: build
 	$(BUILD)/convtune sweep sweeps/quick.json
 
-# Plots and a report from the newest run folder under results/ (works without a GPU).
+# Plots and a report from the newest run folder under results/ (by the date and time in its name; works
+# without a GPU).
 plots:
-	@run=$$(ls -d results/*/*/ 2>/dev/null | awk -F- '{print $$NF" "$$0}' | sort | tail -1 | cut -d' ' -f2); \
+	@run=$$(ls -d results/*/*/ 2>/dev/null | awk -F- '{print $$(NF-1)$$NF" "$$0}' | sort | tail -1 | cut -d' ' -f2); \
 	if [ -z "$$run" ]; then echo "no run folder under results/"; exit 1; fi; \
 	bash scripts/deps.sh test && python3 scripts/plot.py "$$run"
 

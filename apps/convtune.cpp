@@ -476,19 +476,30 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
     std::cout << "plan for " << spec.name << " on " << dev.name << ": " << spec.problems.size() << " problems, "
               << plan.runnable() << " runnable candidates, " << plan.candidates.size() - plan.runnable()
               << " skipped\n";
+    if (DeviceInfo::count() == 0)
+      std::cout << "  (no GPU here: planned with an H100's limits and compute capability 9.0; on a GPU the plan "
+                   "takes that device's, and Hopper-only variants are skipped elsewhere)\n";
     for (const auto& p : plan.to_json()) {
       std::cout << "  " << p["problem"].get<std::string>() << ": " << p["candidates"] << " candidates\n";
       for (const auto& [variant, reasons] : p["skipped"].items()) {
-        // Reasons that differ only in their numbers are one line.
-        std::map<std::string, int> kinds;
+        // Reasons that differ only in their numbers are one line, shown by its first reason.
+        struct Kind {
+          std::string first;  // the first reason of the kind
+          int count = 0, reasons = 0;
+        };
+        std::map<std::string, Kind> kinds;  // the reason with its numbers masked -> its reasons
         for (const auto& [reason, n] : reasons.items()) {
-          std::string kind;
+          std::string masked;
           for (char ch : reason)
-            if (!std::isdigit(static_cast<unsigned char>(ch))) kind += ch;
-            else if (kind.empty() || kind.back() != '#') kind += '#';
-          kinds[kind] += n.get<int>();
+            if (!std::isdigit(static_cast<unsigned char>(ch))) masked += ch;
+            else if (masked.empty() || masked.back() != '#') masked += '#';
+          Kind& k = kinds[masked];
+          if (k.reasons++ == 0) k.first = reason;
+          k.count += n.get<int>();
         }
-        for (const auto& [kind, n] : kinds) std::cout << "      skip " << n << " of " << variant << ": " << kind << "\n";
+        for (const auto& [masked, k] : kinds)
+          std::cout << "      skip " << k.count << " of " << variant << ": " << k.first
+                    << (k.reasons > 1 ? " (and " + std::to_string(k.reasons - 1) + " reasons alike)" : "") << "\n";
       }
     }
     // Each candidate: verification, warm-up and samples until 1% noise; a rough upper bound.

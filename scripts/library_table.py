@@ -10,7 +10,7 @@ import collections
 import os
 import sys
 
-from convtune_plots.load import read_records as load_records
+from convtune_plots.load import LoadError, read_records as load_records
 
 
 def read_records(run):
@@ -51,7 +51,15 @@ def main():
     ap.add_argument("--family", default="", help="comma-separated families (default: all)")
     args = ap.parse_args()
     families = set(f for f in args.family.split(",") if f)
-    best, picks, floors = collect(args.run, families)
+    try:
+        best, picks, floors = collect(args.run, families)
+    except LoadError as e:
+        print(f"library_table.py: {e}", file=sys.stderr)
+        sys.exit(2)
+    if not best:
+        print(f"library_table.py: --family {args.family}: no ok record of "
+              f"{'these families' if families else 'any family'} in {args.run}", file=sys.stderr)
+        sys.exit(2)
     print("| problem | floor ms | variants' best (ms) | library best | library pick | ours vs best / pick |")
     print("| --- | ---: | --- | --- | --- | ---: |")
     for key in sorted(best):

@@ -2,6 +2,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
+
+#include <unistd.h>
 
 #include "harness/error.h"
 #include "harness/spec.h"
@@ -124,4 +128,20 @@ TEST(Spec, TooLargeForTheDeviceIsAnInputError) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("GiB of device memory"), std::string::npos) << e.what();
   }
+}
+
+// The text plan names each skipped kind by its first reason, numbers and all (a masked "tf#" or "precision = #"
+// read as noise), and says how many other reasons only differ from it in their numbers.
+TEST(Spec, DryRunShowsSkipReasonsWithTheirNumbers) {
+  const std::filesystem::path log =
+      std::filesystem::temp_directory_path() / ("convtune-dry-run-" + std::to_string(::getpid()) + ".txt");
+  const std::string command = std::string(CONVTUNE_BINARY) + " sweep " + CONVTUNE_SOURCE_DIR +
+                              "/sweeps/layers.json --dry-run > " + log.string() + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::ifstream in(log);
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(log);
+  EXPECT_NE(out.find("math tf32 needs precision = 1 (this problem is strict fp32)"), std::string::npos) << out.substr(0, 2000);
+  EXPECT_EQ(out.find("tf#"), std::string::npos);
+  EXPECT_NE(out.find(" reasons alike)"), std::string::npos);
 }

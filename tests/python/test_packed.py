@@ -115,3 +115,15 @@ def test_library_table_reads_a_packed_run(tmp_path):
         tables.append(p.stdout)
     assert tables[0].count("\n| conv2d") == 4
     assert tables[1] == tables[0]
+
+
+def test_library_table_refuses_a_missing_run_and_an_unknown_family(tmp_path):
+    missing = subprocess.run([sys.executable, LIBRARY_TABLE, str(tmp_path / "nope")], capture_output=True, text=True,
+                             timeout=60)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr, missing.stderr
+    assert "not found" in missing.stderr and missing.stdout == ""
+    d = tmp_path / "run"
+    shutil.copytree(H100_FIXTURE, d)
+    unknown = subprocess.run([sys.executable, LIBRARY_TABLE, str(d), "--family", "layer_fwdd"], capture_output=True,
+                             text=True, timeout=60)
+    assert unknown.returncode == 2 and "--family layer_fwdd" in unknown.stderr, unknown.stderr
