@@ -21,7 +21,7 @@ test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L cpu
 	@# The GPU suite once: its summary lines here, the whole log in $(BUILD)/gpu_tests.log.
 	cd $(BUILD) && { ctest --output-on-failure -L gpu -V > gpu_tests.log 2>&1; rc=$$?; \
-	  grep -E "SKIPPED|PASSED|FAILED|tests? from|Test +#|Passed|Failed" gpu_tests.log || true; exit $$rc; }
+	  grep -E "no CUDA GPU|SKIPPED|PASSED|FAILED|tests? from|Test +#|Passed|Failed" gpu_tests.log || true; exit $$rc; }
 	python3 -m pytest -q tests/python $$(python3 -c "import xdist" 2>/dev/null && echo "-n $(JOBS)")
 
 # The Slurm plumbing on a one-node cluster started here (root; installs slurm-wlm and munge if missing).

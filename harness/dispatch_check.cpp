@@ -45,7 +45,7 @@ double fastest_of(const std::vector<json>& shortlist, const std::map<std::string
 
 json check_dispatch(const json& dispatch, const json& device, const std::vector<json>& records) {
   const std::string name = device.value("name", ""), cc = device.value("compute_capability", "");
-  json rows = json::array(), table = nullptr;
+  json rows = json::array(), table = nullptr, table_device = nullptr;
   int measured = 0, within = 0, tuned_measured = 0, tuned_within = 0;
   double worst = 0, log_sum = 0, tuned_worst = 0;
   for (const auto& [key, t] : times_by_problem(records)) {
@@ -56,6 +56,7 @@ json check_dispatch(const json& dispatch, const json& device, const std::vector<
       continue;  // a family the table does not cover
     }
     table = on_device.table_rule + " (" + on_device.table_device + ")";
+    table_device = on_device.table_device;
     const Lookup& choice = on_device.lookup;
     const std::string chosen = choice.entry.at("candidate").get<std::string>();
     auto best = t.ms.begin();
@@ -84,6 +85,8 @@ json check_dispatch(const json& dispatch, const json& device, const std::vector<
     rows.push_back(std::move(row));
   }
   return {{"table", table},
+          {"table_device", table_device},
+          {"run_device", name},
           {"rows", rows},
           {"problems", rows.size()},
           {"measured", measured},
@@ -99,6 +102,12 @@ std::string format_dispatch_check(const json& check) {
   std::ostringstream out;
   char line[512];
   if (check["table"].is_string()) out << "table: " << check["table"].get<std::string>() << "\n";
+  // A table of another GPU model (a fleet file without this model's table, or a single table): its choices
+  // were measured elsewhere, so their ratios here say how well they travel, not how the table serves its own GPU.
+  if (check.value("table_device", json()).is_string() && !check.value("run_device", std::string()).empty() &&
+      check["table_device"] != check["run_device"])
+    out << "note: the run was measured on " << check["run_device"].get<std::string>()
+        << ", not on the table's GPU model\n";
   std::snprintf(line, sizeof line, "%-34s %-8s %-72s %9s %9s  %6s  %s\n", "problem", "rule", "table's choice", "its ms",
                 "best ms", "tuned", "ratio (best candidate)");
   out << line;

@@ -162,8 +162,14 @@ SweepSpec SweepSpec::parse(const json& j) {
   if (j.contains("measure")) s.measure = MeasureOptions::from_json(j["measure"], "spec.measure");
   // Check the parameter restrictions against each variant's space now, not mid-sweep.
   const DeviceInfo offline = DeviceInfo::offline_sm90();
-  for (const auto& p : s.problems)
-    for (const Variant* v : s.variants_for(p)) s.space_for(*v, p, offline);
+  for (const auto& p : s.problems) {
+    const std::vector<const Variant*> variants = s.variants_for(p);
+    // A problem no variant can measure is a mistake in the spec, not an empty sweep.
+    if (variants.empty())
+      throw InputError("spec.variants: none is of the family " + p.family + " (spec.problems has " + p.key() +
+                       "); add e.g. \"" + p.family + ".*\"");
+    for (const Variant* v : variants) s.space_for(*v, p, offline);
+  }
   return s;
 }
 

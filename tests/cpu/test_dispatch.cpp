@@ -401,6 +401,14 @@ TEST(DispatchCheck, ComparesTheTablesChoiceWithTheBestOfTheRun) {
   EXPECT_NE(text.find("1 of 2 problems"), std::string::npos) << text;
   EXPECT_NE(text.find("not run"), std::string::npos) << text;
   EXPECT_NE(text.find("with first-use tuning"), std::string::npos) << text;
+  EXPECT_EQ(text.find("note: the run was measured on"), std::string::npos) << text;
+  // The same table on a run of another GPU model says so.
+  json h200 = kSummary["device"];
+  h200["name"] = "NVIDIA H200";
+  const std::string elsewhere = format_dispatch_check(check_dispatch(table, h200, run));
+  EXPECT_NE(elsewhere.find("note: the run was measured on NVIDIA H200, not on the table's GPU model"),
+            std::string::npos)
+      << elsewhere;
 }
 
 TEST(Dispatch, EntriesCarryTheirNextFastestCandidates) {

@@ -64,6 +64,13 @@ TEST(Spec, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
   EXPECT_NE(error_of(j).find("spec.name"), std::string::npos);
 
   j = minimal();
+  j["variants"] = {"conv2d.*"};
+  j["problems"].push_back({{"family", "layer_pool"}, {"n", 1}, {"c", 1}, {"h", 4}, {"w", 4}, {"r", 2}, {"s", 2},
+                           {"u", 2}, {"v", 2}});
+  const std::string no_variant = error_of(j);
+  EXPECT_NE(no_variant.find("spec.variants: none is of the family layer_pool"), std::string::npos) << no_variant;
+
+  j = minimal();
   j["problemz"] = 1;
   EXPECT_NE(error_of(j).find("spec.problemz: unknown field; allowed: name"), std::string::npos) << error_of(j);
 

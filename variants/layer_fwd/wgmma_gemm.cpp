@@ -49,10 +49,10 @@ std::string WgmmaGemmVariant::summary() const {
            "capability 9.0 only), warp-specialized: a producer warpgroup gathers x, dy comes pre-split into tf32 "
            "tiles by bulk copy; the n*P*Q sum split over CTAs and added in order; 3xTF32 (fp32 accuracy) or TF32";
   return std::string("implicit GEMM of the ") + (pass_ == GemmPass::forward ? "forward" : "backward-data") +
-         " pass on Hopper's warpgroup MMA (wgmma; compute capability 9.0 only): the gathered image from "
-         "registers, the filter pre-split into tf32 tiles by bulk copy; 3xTF32 (fp32 accuracy) or TF32" +
-         (specialized() ? "; warp-specialized: a producer warpgroup gathers on mbarriers for the MMA warpgroups"
-                        : "");
+         " pass on Hopper's warpgroup MMA (wgmma; compute capability 9.0 only): the image gathered by cp.async " +
+         (specialized() ? "(a producer warpgroup, on mbarriers) and split in the MMA warpgroups' registers"
+                        : "and split in registers") +
+         ", the filter pre-split into tf32 tiles by bulk copy; 3xTF32 (fp32 accuracy) or TF32";
 }
 
 ParamSpace WgmmaGemmVariant::space(const Problem&, const DeviceInfo&) const {
