@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sys/wait.h>
@@ -353,14 +354,20 @@ int cmd_replay(const std::string& folder, const std::string& strategies, int tri
   }
   std::cout << "replay of " << folder << ": " << trials << " trials per problem, budget " << fixed(100 * budget, 0)
             << "% of each problem's candidates (strategies' own default when 0)\n";
-  std::cout << std::left << std::setw(12) << "strategy" << std::setw(10) << "family" << std::right << std::setw(10)
-            << "problems" << std::setw(16) << "evals to 5%" << std::setw(14) << "of space" << std::setw(11)
-            << "success" << std::setw(13) << "final/best\n";
-  for (const auto& r : results)
-    std::cout << std::left << std::setw(12) << r.strategy << std::setw(10) << r.family << std::right << std::setw(10)
-              << r.problems << std::setw(16) << fixed(r.mean_evals_to_5pct, 1) << std::setw(13)
-              << fixed(100 * r.mean_fraction_of_space, 1) << "%" << std::setw(10) << fixed(100 * r.success_rate, 0)
-              << "%" << std::setw(12) << fixed(r.mean_best_ratio, 3) << "\n";
+  size_t family_width = 8;  // "family" and a margin, or the longest family name
+  for (const auto& r : results) family_width = std::max(family_width, r.family.size() + 2);
+  const auto percent = [](double fraction, int digits) {
+    return std::isfinite(fraction) ? fixed(100 * fraction, digits) + "%" : std::string("-");
+  };
+  std::cout << std::left << std::setw(12) << "strategy" << std::setw(int(family_width)) << "family" << std::right
+            << std::setw(10) << "problems" << std::setw(16) << "evals to 5%" << std::setw(14) << "of space"
+            << std::setw(11) << "success" << std::setw(12) << "final/best" << "\n";
+  for (const auto& r : results)  // "never": no trial came within 5% of the best
+    std::cout << std::left << std::setw(12) << r.strategy << std::setw(int(family_width)) << r.family << std::right
+              << std::setw(10) << r.problems << std::setw(16)
+              << (std::isfinite(r.mean_evals_to_5pct) ? fixed(r.mean_evals_to_5pct, 1) : std::string("never"))
+              << std::setw(14) << percent(r.mean_fraction_of_space, 1) << std::setw(11) << percent(r.success_rate, 0)
+              << std::setw(12) << fixed(r.mean_best_ratio, 3) << "\n";
   return 0;
 }
 
@@ -684,6 +691,7 @@ int main(int argc, char** argv) {
       else export_run(runs.front(), repeats);
       const std::filesystem::path where = fleet ? std::filesystem::path(export_out) : runs.front();
       std::cout << (where / "dispatch.json").string() << "\n" << (where / "convtune_dispatch.h").string() << "\n";
+      if (!fleet) std::cout << (where / "t4.json").string() << " (every record in the T4 format)\n";
       return 0;
     }
     if (*check) return cmd_check_dispatch(check_table, check_run, as_json);

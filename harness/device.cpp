@@ -184,7 +184,8 @@ void require_gpu(const std::string& command) {
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess || n == 0) {
     cudaGetLastError();
-    throw CudaError("'" + command + "' needs a CUDA GPU and none is usable here (" +
+    // Without an NVIDIA driver the runtime reports "driver version is insufficient": name the likelier cause.
+    throw CudaError("'" + command + "' needs a CUDA GPU and none is usable here: no NVIDIA GPU with a working driver (CUDA says: " +
                     std::string(err != cudaSuccess ? cudaGetErrorString(err) : "no device found") +
                     "). Run it on a machine with an NVIDIA GPU and driver.");
   }

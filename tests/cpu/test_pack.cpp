@@ -200,6 +200,7 @@ TEST(PackCli, ExportOfAPackedRunIsTheExportOfThePlainOne) {
   ASSERT_EQ(convtune_cli("unpack " + plain.string(), out), 0) << out;  // in case the shipped run is packed
   ASSERT_EQ(convtune_cli("unpack " + packed.string(), out), 0) << out;
   ASSERT_EQ(convtune_cli("export " + plain.string(), out), 0) << out;
+  EXPECT_TRUE(contains(out, "t4.json")) << out;  // every file it writes is named
 
   ASSERT_EQ(convtune_cli("pack " + packed.string(), out), 0) << out;
   EXPECT_TRUE(contains(out, "packed records.jsonl")) << out;
