@@ -13,68 +13,21 @@
 // WGS (1, 2, 4), BN (64, 128), STAGES (2..4), SMEM_BYTES (the launch's dynamic shared memory), BIAS and
 // RELU (forward).
 #include "async_copy.cuh"
-#include "layer_implicit_gemm_gather.cuh"
-#include "layer_wgmma_tiles.cuh"
+#include "layer_wgmma_common.cuh"
 
-#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "wgmma needs the arch-specific target sm_90a"
-#endif
-#ifndef BIAS
-#define BIAS 0
-#endif
-#ifndef RELU
-#define RELU 0
-#endif
-
-struct DefinedShape {
-  static constexpr int n = N, c = C, h = H, w = W, k = K, r = R, s = S, pad_h = PAD_H, pad_w = PAD_W, u = U,
-                       v = V, p = P, q = Q;
-};
-#if PASS == 0
-using Gemm = igemm::FwdGemm;
-#else
-using Gemm = igemm::BwdDataGemm;
-#endif
-
-constexpr int BM = 64 * WGS, BK = 32, kThreads = 128 * WGS;
-constexpr int kAcc = BN / 2;  // accumulator registers a thread
+static_assert(PASS == 0 || PASS == 1, "forward and backward-data");
+constexpr int kThreads = 128 * WGS;
 constexpr int kLdA = BM + 8;  // As[k][m]: a row stride of 8 mod 32 words makes the fragment reads conflict-free
 constexpr int kAStageFloats = BK * kLdA;
-constexpr int kBTileBytes = BN * BK * 4;            // one BN x 32 tf32 tile: a swizzle row of 128 B per n
-constexpr int kBTiles = MATH == 1 ? 2 : 1;          // 3xTF32: big + small; TF32: big
-constexpr int kBBlockFloats = kBTiles * BN * BK;
-constexpr int kBCopyBytes = kBTiles * kBTileBytes;
-constexpr int kTSize = PASS == 0 ? C * R * S : K * R * S;  // Gemm::t_size and n_size, as constants
-constexpr int kNSize = PASS == 0 ? K : C;
-constexpr int kKTiles = (kTSize + BK - 1) / BK, kNTiles = (kNSize + BN - 1) / BN;
 // The gather: lanes along m (consecutive m are consecutive pixels: coalesced), warps along k.
 constexpr int kSpanK = kThreads / 32, kCountF = BM / 32, kCountK = BK / kSpanK;
 static_assert(BK % kSpanK == 0, "the warps must split BK evenly");
-static_assert(double(kNTiles) * kKTiles * kBBlockFloats <= 2147483647.0, "split filter past 32-bit offsets");
 // gemm()'s carve-up: up to 1008 bytes to reach 1024-byte alignment, the B blocks, the A tiles, the mbarriers.
 static_assert(1008 + STAGES * 4 * (kBBlockFloats + kAStageFloats) + 8 * STAGES <= SMEM_BYTES,
               "the launch's shared memory does not cover the kernel's tiles");
 // Registers: 128 a thread with BN 64 (one 512-thread CTA, or more smaller ones, per SM); BN 128 needs
 // two accumulators of 64.
 constexpr int kMinBlocks = BN == 64 ? 4 / WGS : WGS == 1 ? 2 : 1;
-static_assert(BN == 64 || BN == 128, "BN is 64 or 128");
-
-// ---- B: the filter, split once per call -------------------------------------------------------------------
-// Element (n, t) of the zero-padded kNTiles*BN x kKTiles*BK B goes to block (n/BN, t/BK); consecutive
-// threads take consecutive t.
-__device__ __forceinline__ void split_filter(const float* __restrict__ filter, float* __restrict__ blocks) {
-  const DefinedShape s;
-  const int e = blockIdx.x * blockDim.x + threadIdx.x;
-  if (e >= kNTiles * BN * kKTiles * BK) return;
-  const int n = e / (kKTiles * BK), t = e % (kKTiles * BK);
-  int off;
-  const bool valid = Gemm::b_at(s, Gemm::col(s, n), Gemm::tap(s, t), off);
-  const float x = valid ? filter[off] : 0.f;
-  const float big = __uint_as_float(round_tf32(x));
-  char* block = reinterpret_cast<char*>(blocks + ((n / BN) * kKTiles + t / BK) * kBBlockFloats);
-  *reinterpret_cast<float*>(block + swizzled_offset(n % BN, t % BK)) = big;
-  if (MATH == 1) *reinterpret_cast<float*>(block + kBTileBytes + swizzled_offset(n % BN, t % BK)) = x - big;
-}
 
 // ---- A: gathered ----------------------------------------------------------------------------------------
 struct Rows {
@@ -108,60 +61,6 @@ __device__ __forceinline__ void load_fragments(const float* as, int frag_m, int 
       big[ks][j] = round_tf32(v[j]);
       small[ks][j] = __float_as_uint(v[j] - __uint_as_float(big[ks][j]));
     }
-  }
-}
-
-// One k-tile's products into `part`, from a fresh accumulator; small terms first.
-__device__ __forceinline__ void multiply_tile(float (&part)[kAcc], const unsigned (&big)[4][4],
-                                              const unsigned (&small)[4][4], unsigned long long b_big) {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks) {
-    const unsigned long long step = 2 * ks;  // 32 bytes along k within the swizzle row
-#if MATH == 1
-    const unsigned long long b_small = b_big + (kBTileBytes >> 4);  // descriptor addresses count 16 bytes
-    if (ks == 0)
-      wgmma_tile<0>(part, small[ks], b_big);
-    else
-      wgmma_tile<1>(part, small[ks], b_big + step);
-    wgmma_tile<1>(part, big[ks], b_small + step);
-    wgmma_tile<1>(part, big[ks], b_big + step);
-#else
-    if (ks == 0)
-      wgmma_tile<0>(part, big[ks], b_big);
-    else
-      wgmma_tile<1>(part, big[ks], b_big + step);
-#endif
-  }
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-
-__device__ __forceinline__ float epilogue(const float* __restrict__ bias, int n, float value) {
-#if BIAS
-  value += bias[n];
-#endif
-#if RELU
-  value = value < 0.f ? 0.f : value;
-#endif
-  return value;
-}
-
-// Accumulator element 4j + 2h + e: row frag_m + 8h, column 8j + 2q + e.
-__device__ __forceinline__ void store_tile(const float (&sum)[kAcc], float* __restrict__ d,
-                                           const float* __restrict__ bias, int m_first, int n_first, int q) {
-  const DefinedShape s;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = m_first + 8 * h;
-    if (m >= Gemm::m_size(s)) continue;
-    const int d_row = Gemm::d_row(s, m);
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int n = n_first + 8 * j + 2 * q + e;
-        if (n < kNSize) d[d_row + n * Gemm::d_col_stride(s)] = epilogue(bias, n, sum[4 * j + 2 * h + e]);
-      }
   }
 }
 
@@ -233,7 +132,7 @@ constexpr const float* bias = nullptr;
 #endif
 extern "C" __global__ void split_filter_kernel(const float* __restrict__ x, const float* __restrict__ filter,
                                                BIAS_PARAM float* __restrict__ y, float* __restrict__ workspace) {
-  split_filter(filter, workspace);
+  split_filter<false>(filter, workspace);
 }
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     wgmma_gemm_kernel(const float* __restrict__ x, const float* __restrict__ filter, BIAS_PARAM float* __restrict__ y,
@@ -243,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #else
 extern "C" __global__ void split_filter_kernel(const float* __restrict__ dy, const float* __restrict__ filter,
                                                float* __restrict__ dx, float* __restrict__ workspace) {
-  split_filter(filter, workspace);
+  split_filter<false>(filter, workspace);
 }
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     wgmma_gemm_kernel(const float* __restrict__ dy, const float* __restrict__ filter, float* __restrict__ dx,

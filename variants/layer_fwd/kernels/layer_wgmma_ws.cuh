@@ -15,79 +15,15 @@
 //     sum += part. Every wgmma is drained before the loop's back edge: ptxas protects an in-flight wgmma's
 //     A registers only within one iteration.
 #include "async_copy.cuh"
-#include "layer_implicit_gemm_gather.cuh"
-#include "layer_wgmma_tiles.cuh"
+#include "layer_wgmma_common.cuh"
 
-#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "wgmma needs the arch-specific target sm_90a"
-#endif
-#ifndef BIAS
-#define BIAS 0
-#endif
-#ifndef RELU
-#define RELU 0
-#endif
 // WS_UNROLL 2: the consumer loop takes two tiles through two named fragment buffers, straight-line; 1: one
 // tile, the next tile's raw A prefetched by LDS while this one's wgmma's run. 2 spills at WGS 2, BN 128.
-#ifndef WS_UNROLL
 #define WS_UNROLL (BN == 64 ? 2 : 1)
-#endif
-// 1: a consumer waits on full[k+1] while tile k's wgmma's are in flight; 0: before issuing them.
-#ifndef WS_WAIT_IN_WINDOW
-#define WS_WAIT_IN_WINDOW 1
-#endif
-
-struct DefinedShape {
-  static constexpr int n = N, c = C, h = H, w = W, k = K, r = R, s = S, pad_h = PAD_H, pad_w = PAD_W, u = U,
-                       v = V, p = P, q = Q;
-};
-#if PASS == 0
-using Gemm = igemm::FwdGemm;
-#elif PASS == 1
-using Gemm = igemm::BwdDataGemm;
-#else
-// Backward-filter as the GEMM of dw's transpose: rows m = (c, i, j) gathered from x (BwdFilterGemm's
-// columns), columns n = k from dy (its rows, split into the B blocks like a filter), t = (img, p, q). The
-// long t sum may be split over SPLITS CTAs (gridDim.z) whose partials a third kernel adds in order.
-struct FilterGradGemm {
-  using G = igemm::BwdFilterGemm;
-  using Row = G::Col;
-  using Col = G::Row;
-  using Tap = G::Tap;
-  template <class Shape> static __device__ int m_size(const Shape& s) { return G::n_size(s); }
-  template <class Shape> static __device__ Row row(const Shape& s, int m) { return G::col(s, m); }
-  template <class Shape> static __device__ Col col(const Shape& s, int n) { return G::row(s, n); }
-  template <class Shape> static __device__ Tap tap(const Shape& s, int t) { return G::tap(s, t); }
-  template <class Shape> static __device__ bool a_at(const Shape& s, const Row& a, const Tap& k, int& off) {
-    return G::b_at(s, a, k, off);
-  }
-  template <class Shape> static __device__ bool b_at(const Shape& s, const Col& b, const Tap& k, int& off) {
-    return G::a_at(s, b, k, off);
-  }
-  template <class Shape> static __device__ int d_row(const Shape&, int m) { return m; }
-  template <class Shape> static __device__ int d_col_stride(const Shape& s) { return s.c * s.r * s.s; }
-};
-using Gemm = FilterGradGemm;
-#endif
-#ifndef SPLITS
-#define SPLITS 1
-#endif
-
 static_assert(WGS == 1 || WGS == 2, "WGS: 1 or 2 consumer warpgroups");
-static_assert(BN == 64 || BN == 128, "BN is 64 or 128");
-constexpr int BM = 64 * WGS, BK = 32;
 constexpr int kConsumerThreads = 128 * WGS, kThreads = kConsumerThreads + 128;
-constexpr int kAcc = BN / 2;  // accumulator registers a thread
 constexpr int kLdA = BM + 8;  // As[k][m]: a row stride of 8 mod 32 words makes the fragment reads conflict-free
 constexpr int kAStageFloats = BK * kLdA;
-constexpr int kBTileBytes = BN * BK * 4;
-constexpr int kBTiles = MATH == 1 ? 2 : 1;
-constexpr int kBBlockFloats = kBTiles * BN * BK;
-constexpr int kBCopyBytes = kBTiles * kBTileBytes;
-constexpr int kTSize = PASS == 0 ? C * R * S : PASS == 1 ? K * R * S : N * P * Q;
-constexpr int kNSize = PASS == 0 ? K : PASS == 1 ? C : K;
-constexpr int kKTiles = (kTSize + BK - 1) / BK, kNTiles = (kNSize + BN - 1) / BN;
-constexpr int kRS = R * S;
 constexpr bool kMasked = PASS == 0   ? kRS <= igemm::kMaskTaps
                          : PASS == 1 ? (U == 1 && V == 1 && kRS <= igemm::kMaskTaps)
                                      : false;  // backward-filter: the per-tap decode
@@ -99,16 +35,12 @@ constexpr int kFilterElements = K * C * R * S;  // one split's partial dw (backw
 constexpr int kCStride = PASS == 0 ? H * W : P * Q;  // tap offset of one more c (forward) or k (backward-data)
 // The producer: lanes along m (coalesced global reads, conflict-free cp.async writes), warp w on taps 8w..8w+7.
 constexpr int kTapsPerWarp = BK / 4, kCountF = BM / 32;
-// WS_RS_MAJOR 1 (where the channel extent is a multiple of BK): the GEMM's t runs filter tap (rs) major,
-// channel minor, t = rs * kCInner + c, in A and in the split filter alike. A 32-tap tile then has one rs and
-// 32 consecutive channels: one mask bit (one predicate) a row and no tap decode; element (row, ki) is
-// base_row + ki * kCStride (a 64-bit add: LDGSTS's global immediate only reaches +-2 KB). Else the original
-// order t = c * RS + rs with the tap table.
-#ifndef WS_RS_MAJOR
-#define WS_RS_MAJOR 1
-#endif
-constexpr int kCInner = PASS == 0 ? C : K;
-constexpr bool kRsMajor = WS_RS_MAJOR && kMasked && kCInner % BK == 0;
+// Where the channel extent is a multiple of BK, the GEMM's t runs filter tap (rs) major, channel minor,
+// t = rs * kCInner + c, in A and in the split filter alike. A 32-tap tile then has one rs and 32 consecutive
+// channels: one mask bit (one predicate) a row and no tap decode; element (row, ki) is base_row + ki *
+// kCStride (a 64-bit add: LDGSTS's global immediate only reaches +-2 KB). Else the original order
+// t = c * RS + rs with the tap table.
+constexpr bool kRsMajor = kMasked && kCInner % BK == 0;
 constexpr int kTabEntries = kMasked && !kRsMajor ? kRS + BK - 1 : 0;
 // Shared memory from the 1024-aligned base: B stages (swizzled tiles need 1024-byte alignment), A stages,
 // full[STAGES], empty[STAGES], the tap table (int off, unsigned bit).
@@ -118,7 +50,6 @@ constexpr int kSmemBytes = 1024 + kTabOffset + 8 * kTabEntries;
 static_assert(kSmemBytes <= SMEM_BYTES, "the launch's shared memory does not cover the kernel's carve-up");
 static_assert(kBTileBytes % 1024 == 0 && kBCopyBytes % 1024 == 0, "swizzled B tiles must stay 1024-aligned");
 static_assert(kBarOffset % 8 == 0, "mbarriers are 8-byte aligned");
-static_assert(double(kNTiles) * kKTiles * kBBlockFloats <= 2147483647.0, "split filter past 32-bit offsets");
 // Occupancy and registers. WGS 1: two CTAs a SM where shared memory allows (128 registers at launch);
 // WGS 2: one (168). setmaxnreg moves registers within the CTA's pool: kProducerRegs * 128 +
 // kConsumerRegs * 128 * WGS <= kLaunchRegs * kThreads; both multiples of 8 in [24, 256].
@@ -135,73 +66,7 @@ static_assert(kProducerRegs * 128 + kConsumerRegs * kConsumerThreads <= kLaunchR
 constexpr bool kConsumerInc = kConsumerRegs > kLaunchRegs;
 static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg counts are multiples of 8");
 
-__device__ __forceinline__ void split_filter(const float* __restrict__ filter, float* __restrict__ blocks) {
-  const DefinedShape s;
-  const int e = blockIdx.x * blockDim.x + threadIdx.x;
-  if (e >= kNTiles * BN * kKTiles * BK) return;
-  const int n = e / (kKTiles * BK), t = e % (kKTiles * BK);
-  // The original tap of GEMM index t (WS_RS_MAJOR: t = rs * kCInner + c; no padding then, kTSize % BK == 0).
-  const int t_orig = kRsMajor ? (t % kCInner) * kRS + t / kCInner : t;
-  int off;
-  const bool valid = Gemm::b_at(s, Gemm::col(s, n), Gemm::tap(s, t_orig), off);
-  const float x = valid ? filter[off] : 0.f;
-  const float big = __uint_as_float(round_tf32(x));
-  char* block = reinterpret_cast<char*>(blocks + ((n / BN) * kKTiles + t / BK) * kBBlockFloats);
-  *reinterpret_cast<float*>(block + swizzled_offset(n % BN, t % BK)) = big;
-  if (MATH == 1) *reinterpret_cast<float*>(block + kBTileBytes + swizzled_offset(n % BN, t % BK)) = x - big;
-}
-
-__device__ __forceinline__ float epilogue(const float* __restrict__ bias, int n, float value) {
-#if BIAS
-  value += bias[n];
-#endif
-#if RELU
-  value = value < 0.f ? 0.f : value;
-#endif
-  return value;
-}
-
-__device__ __forceinline__ void store_tile(const float (&sum)[kAcc], float* __restrict__ d,
-                                           const float* __restrict__ bias, int m_first, int n_first, int q) {
-  const DefinedShape s;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = m_first + 8 * h;
-    if (m >= Gemm::m_size(s)) continue;
-    const int d_row = Gemm::d_row(s, m);
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int n = n_first + 8 * j + 2 * q + e;
-        if (n < kNSize) d[d_row + n * Gemm::d_col_stride(s)] = epilogue(bias, n, sum[4 * j + 2 * h + e]);
-      }
-  }
-}
-
-// ---- mbarriers, cp.async, setmaxnreg ---------------------------------------------------------------------
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-// Waits for the completion of the phase with this parity (a fresh barrier counts parity 1 as complete). The
-// retry loop is inside the asm (as CUTLASS's ClusterBarrier::wait): no C++ loop between a wgmma and its wait.
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-  asm volatile(
-      "{\n .reg .pred p;\n WS_WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WS_WAIT_%=;\n}\n" ::
-          "r"(bar),
-      "r"(parity)
-      : "memory");
-}
-// One arrive on bar once every cp.async this thread issued so far has landed; counted in bar's expected count.
-__device__ __forceinline__ void cp_async_arrive_noinc(unsigned bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
+// ---- the gather's own copies, setmaxnreg (mbarriers and bulk copies: async_copy.cuh) ----------------------
 // p + off (floats) as one IMAD.WIDE: written in C++, ptxas re-associates it into a 4-instruction LEA chain.
 __device__ __forceinline__ const float* offset_ptr(const float* p, int off) {
   const float* r;
@@ -214,17 +79,6 @@ __device__ __forceinline__ void cp_async4_masked(unsigned dst, const float* src,
       "{\n .reg .pred skip;\n .reg .b32 t;\n and.b32 t, %2, %3;\n setp.eq.u32 skip, t, 0;\n"
       " cp.async.ca.shared.global [%0], [%1], 4, skip;\n}\n" ::"r"(dst),
       "l"(src), "r"(mask), "r"(bit));
-}
-__device__ __forceinline__ void cp_async4(unsigned dst, const float* src, bool valid) {
-  asm volatile("{\n .reg .pred skip;\n setp.eq.u32 skip, %2, 0;\n cp.async.ca.shared.global [%0], [%1], 4, skip;\n}\n" ::
-                   "r"(dst),
-               "l"(src), "r"(unsigned(valid)));
-}
-// The B block of one k-tile (bytes a multiple of 16), counted on bar's transaction count.
-__device__ __forceinline__ void bulk_copy_s(unsigned dst, const float* src, unsigned bytes, unsigned bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
 }
 template <int REGS>
 __device__ __forceinline__ void setmaxnreg_dec() {
@@ -267,8 +121,8 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
     for (int kt = 0; kt < kKTiles; ++kt) {
       mbar_wait(empty0 + 8 * st, ph ^ 1);  // consumers released tile kt - STAGES (free at once in round 0)
       if (ptid == 0) {
-        mbar_arrive_expect_tx(full0 + 8 * st, kBCopyBytes);
-        bulk_copy_s(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
+        mbar_expect_tx(full0 + 8 * st, kBCopyBytes);
+        bulk_copy_to(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
       }
       const unsigned dst = a_dst0 + st * (kAStageFloats * 4);
       const int tap_off = c0 * kCStride + (PASS == 0 ? i * W + j : -(i * Q + j));  // = Gemm::tap(c0, i, j).off
@@ -279,7 +133,7 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
         const bool valid = (mask[fi] & bit) != 0;
 #pragma unroll
         for (int ki = 0; ki < kTapsPerWarp; ++ki)
-          cp_async4(dst + 4 * (ki * kLdA + 32 * fi), p + ki * kCStride, valid);  // channel c0 + 8 pw + ki
+          cp_async_to<4>(dst + 4 * (ki * kLdA + 32 * fi), p + ki * kCStride, valid);  // channel c0 + 8 pw + ki
       }
       cp_async_arrive_noinc(full0 + 8 * st);
       c0 += BK;
@@ -304,8 +158,8 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
     for (int kt = 0; kt < kKTiles; ++kt) {
       mbar_wait(empty0 + 8 * st, ph ^ 1);  // consumers released tile kt - STAGES (free at once in round 0)
       if (ptid == 0) {
-        mbar_arrive_expect_tx(full0 + 8 * st, kBCopyBytes);
-        bulk_copy_s(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
+        mbar_expect_tx(full0 + 8 * st, kBCopyBytes);
+        bulk_copy_to(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
       }
       const unsigned dst = a_dst0 + st * (kAStageFloats * 4);
       const int2* tab_t = tab_w + rs0;
@@ -337,8 +191,8 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
     for (int kt = first_tile(); kt < end_tile(); ++kt) {
       mbar_wait(empty0 + 8 * st, ph ^ 1);
       if (ptid == 0) {
-        mbar_arrive_expect_tx(full0 + 8 * st, kBCopyBytes);
-        bulk_copy_s(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
+        mbar_expect_tx(full0 + 8 * st, kBCopyBytes);
+        bulk_copy_to(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
       }
       const unsigned dst = a_dst0 + st * (kAStageFloats * 4);
 #pragma unroll
@@ -348,7 +202,7 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
         for (int fi = 0; fi < kCountF; ++fi) {
           int off;
           const bool valid = Gemm::a_at(s, rows[fi], tap, off);
-          cp_async4(dst + 4 * (ki * kLdA + 32 * fi), a + off, valid);
+          cp_async_to<4>(dst + 4 * (ki * kLdA + 32 * fi), a + off, valid);
         }
       }
       cp_async_arrive_noinc(full0 + 8 * st);
@@ -389,30 +243,6 @@ __device__ __forceinline__ void split(const Raw& r, Frag& f) {
     }
 }
 
-// One k-tile's products into `part`, from a fresh accumulator; small terms first (as layer_wgmma_gemm.cuh).
-__device__ __forceinline__ void multiply_tile(float (&part)[kAcc], const Frag& f, unsigned long long b_big) {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks) {
-    const unsigned long long step = 2 * ks;  // 32 bytes along k within the swizzle row
-#if MATH == 1
-    const unsigned long long b_small = b_big + (kBTileBytes >> 4);  // descriptor addresses count 16 bytes
-    if (ks == 0)
-      wgmma_tile<0>(part, f.small[ks], b_big);
-    else
-      wgmma_tile<1>(part, f.small[ks], b_big + step);
-    wgmma_tile<1>(part, f.big[ks], b_small + step);
-    wgmma_tile<1>(part, f.big[ks], b_big + step);
-#else
-    if (ks == 0)
-      wgmma_tile<0>(part, f.big[ks], b_big);
-    else
-      wgmma_tile<1>(part, f.big[ks], b_big + step);
-#endif
-  }
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-
 __device__ __forceinline__ void consumer(const float* __restrict__ bias, float* __restrict__ d, unsigned smem_base,
                                          const float* as, int m_first, int n_tile) {
   const int ctid = threadIdx.x - 128, lane = ctid % 32;
@@ -427,7 +257,7 @@ __device__ __forceinline__ void consumer(const float* __restrict__ bias, float* 
   auto advance = [](int& st, unsigned& ph) {
     if (++st == STAGES) st = 0, ph ^= 1;
   };
-  auto issue = [&](const Frag& f, int st) { multiply_tile(part, f, desc0 + st * (kBCopyBytes >> 4)); };
+  auto issue = [&](const Frag& f, int st) { multiply_tile(part, f.big, f.small, desc0 + st * (kBCopyBytes >> 4)); };
   // Drains the wgmma's, adds the tile to the sum and releases stage st (every consumer thread). In this source
   // order ptxas 13.0 puts the arrive right after the WARPGROUP.DEPBAR; with the arrive first in the source
   // it sank it below the split, ~80 instructions later.
@@ -441,14 +271,10 @@ __device__ __forceinline__ void consumer(const float* __restrict__ bias, float* 
     // after __syncwarp drew racecheck hazards against the producer's next copies into the stage).
     mbar_arrive(empty0 + 8 * st);
   };
-  // Waits for tile (st1, ph1) and reads it, while the wgmma's issued before run (WS_WAIT_IN_WINDOW 1) or
-  // before they are issued (0: the caller waits first).
+  // Waits for tile (st1, ph1) and reads it, while the wgmma's issued before run.
   auto fetch = [&](Raw& r, int st1, unsigned ph1) {
-    if (WS_WAIT_IN_WINDOW) mbar_wait(full0 + 8 * st1, ph1);
+    mbar_wait(full0 + 8 * st1, ph1);
     read_tile(a_frag + st1 * kAStageFloats, r);
-  };
-  auto pre_wait = [&](int st1, unsigned ph1) {
-    if (!WS_WAIT_IN_WINDOW) mbar_wait(full0 + 8 * st1, ph1);
   };
   int st = 0;
   unsigned ph = 0;
@@ -462,7 +288,6 @@ __device__ __forceinline__ void consumer(const float* __restrict__ bias, float* 
   Frag f0, f1;
   split(raw, f0);
   auto step = [&](const Frag& f_cur, Frag& f_next, int st, int st1, unsigned ph1) {
-    pre_wait(st1, ph1);
     issue(f_cur, st);
     Raw r;
     fetch(r, st1, ph1);
@@ -503,7 +328,6 @@ __device__ __forceinline__ void consumer(const float* __restrict__ bias, float* 
     unsigned ph1 = ph;
     advance(st1, ph1);
     split(raw, f);
-    pre_wait(st1, ph1);
     issue(f, st);
     fetch(raw, st1, ph1);
     drain_release(st);
@@ -559,7 +383,7 @@ constexpr const float* bias = nullptr;
 #endif
 extern "C" __global__ void split_filter_kernel(const float* __restrict__ x, const float* __restrict__ filter,
                                                BIAS_PARAM float* __restrict__ y, float* __restrict__ workspace) {
-  split_filter(filter, workspace);
+  split_filter<kRsMajor>(filter, workspace);
 }
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     wgmma_gemm_kernel(const float* __restrict__ x, const float* __restrict__ filter, BIAS_PARAM float* __restrict__ y,
@@ -569,7 +393,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #elif PASS == 1
 extern "C" __global__ void split_filter_kernel(const float* __restrict__ dy, const float* __restrict__ filter,
                                                float* __restrict__ dx, float* __restrict__ workspace) {
-  split_filter(filter, workspace);
+  split_filter<kRsMajor>(filter, workspace);
 }
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     wgmma_gemm_kernel(const float* __restrict__ dy, const float* __restrict__ filter, float* __restrict__ dx,
@@ -581,7 +405,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 constexpr long long kSplitDyFloats = (long long)kNTiles * kKTiles * kBBlockFloats;
 extern "C" __global__ void split_filter_kernel(const float* __restrict__ x, const float* __restrict__ dy,
                                                float* __restrict__ dw, float* __restrict__ workspace) {
-  split_filter(dy, workspace);
+  split_filter<kRsMajor>(dy, workspace);
 }
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     wgmma_gemm_kernel(const float* __restrict__ x, const float* __restrict__ dy, float* __restrict__ dw,
