@@ -44,7 +44,7 @@ Status gemm_can_implement(const Problem& p, const Config& c, const DeviceInfo& d
   if (chunk < 1 || chunk > l.n)
     return Status::no("chunk " + std::to_string(chunk) + " outside 1..n = " + std::to_string(l.n));
   const double bytes = 4.0 * (double(chunk) * double(col_elements_per_image(l)) + double(extra_workspace_floats));
-  const double bound = std::min(kMaxGemmWorkspaceBytes, double(dev.global_mem_bytes) / 4);
+  const double bound = gemm_workspace_bound(dev);
   if (bytes > bound)
     return Status::no("workspace (col buffer of " + std::to_string(chunk) + " images) " + mebibytes(bytes) + " > " +
                       mebibytes(bound) + " (min of 2 GiB and a quarter of device memory)");

@@ -62,6 +62,20 @@ std::string ImplicitGemmVariant::summary() const {
          "TF32 mma.sync; the t sum optionally split over CTAs, reduced in order";
 }
 
+Status split_not_too_few(int64_t tiles, int split, bool four_times_allowed, const DeviceInfo& dev) {
+  if (dev.sms > 0 && 4 * tiles * split < dev.sms && four_times_allowed)
+    return Status::no("splits " + std::to_string(split) + " x " + std::to_string(tiles) + " tiles fill under a quarter of the " +
+                      std::to_string(dev.sms) + " SMs, and splits " + std::to_string(4 * split) + " is allowed");
+  return Status::yes();
+}
+
+Status split_not_too_many(int64_t tiles, int split, const DeviceInfo& dev) {
+  if (split > 1 && dev.sms > 0 && tiles * (split / 2) >= 2 * int64_t(dev.sms))
+    return Status::no("splits " + std::to_string(split) + ": " + std::to_string(tiles) + " tiles x " +
+                      std::to_string(split / 2) + " already fill the " + std::to_string(dev.sms) + " SMs twice");
+  return Status::yes();
+}
+
 ParamSpace ImplicitGemmVariant::space(const Problem&, const DeviceInfo&) const {
   std::vector<json> tiles;
   for (const GemmTile& t : gemm_tiles())
@@ -99,18 +113,13 @@ Status ImplicitGemmVariant::constraints(const LayerShape& l, const Config& c, co
   if (split > k_tiles(pass_, l, *tile))
     return Status::no("splits " + std::to_string(split) + " > the " + std::to_string(k_tiles(pass_, l, *tile)) +
                       " k-tiles of the n*P*Q sum (tile BK " + std::to_string(tile->bk) + ")");
-  // A split that leaves the grid under a quarter of the SMs cannot win while a 4x larger one is allowed
-  // (prunes the sweep: splits 1 and 4 of the 9-tile ResNet dw would idle most of the GPU).
+  // Backward-filter's long sums: too few splits idle the GPU (splits 1 and 4 of the 9-tile ResNet dw);
+  // forward and backward-data split only while it adds occupancy.
   const int64_t tiles = layer_div_up(e.m, tile->bm) * layer_div_up(e.n, tile->bn);
-  if (pass_ == GemmPass::bwd_filter && dev.sms > 0 && 4 * tiles * split < dev.sms &&
-      4 * int64_t(split) <= k_tiles(pass_, l, *tile))
-    return Status::no("splits " + std::to_string(split) + " x " + std::to_string(tiles) + " tiles fill under a quarter of the " +
-                      std::to_string(dev.sms) + " SMs, and splits " + std::to_string(4 * split) + " is allowed");
-  // Forward and backward-data split only while half the splits would leave under two CTAs per SM: beyond
-  // that the partials' traffic buys no occupancy.
-  if (pass_ != GemmPass::bwd_filter && split > 1 && dev.sms > 0 && tiles * (split / 2) >= 2 * int64_t(dev.sms))
-    return Status::no("splits " + std::to_string(split) + ": " + std::to_string(tiles) + " tiles x " +
-                      std::to_string(split / 2) + " already fill the " + std::to_string(dev.sms) + " SMs twice");
+  const Status fill = pass_ == GemmPass::bwd_filter
+                          ? split_not_too_few(tiles, split, 4 * int64_t(split) <= k_tiles(pass_, l, *tile), dev)
+                          : split_not_too_many(tiles, split, dev);
+  if (!fill.ok) return fill;
   if (double(e.m) + tile->bm > kInt32Limit || double(e.n) + tile->bn > kInt32Limit ||
       double(split) * double(e.m) * double(e.n) > kInt32Limit)
     return Status::no("GEMM too large for the kernel's 32-bit indices");

@@ -5,6 +5,7 @@
 #pragma once
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,10 @@ namespace convtune {
 inline constexpr int kGemmHelperThreads = 256;  // im2col, col2im and epilogue blocks: all memory-bound
 // The col buffer's bound, beside a quarter of the device's memory: int32 column indices stay far from overflow.
 inline constexpr double kMaxGemmWorkspaceBytes = 2.0 * double(1 << 30);
+// The workspace a GEMM-based layer variant may take: kMaxGemmWorkspaceBytes, or a quarter of the device's memory.
+inline double gemm_workspace_bound(const DeviceInfo& dev) {
+  return std::min(kMaxGemmWorkspaceBytes, double(dev.global_mem_bytes) / 4);
+}
 
 LayerColShape col_shape(const LayerShape& l);
 int64_t col_elements_per_image(const LayerShape& l);  // C*R*S * P*Q

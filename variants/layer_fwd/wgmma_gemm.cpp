@@ -90,16 +90,15 @@ Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const
   // The kernel indexes the GEMM rows and the split filter (in floats) with int.
   if (double(e.m) + tile_m(c) > kInt32Limit || double(split_b_bytes(l, c)) / 4 > kInt32Limit)
     return Status::no("GEMM too large for the kernel's 32-bit indices");
-  const double bound = std::min(kMaxGemmWorkspaceBytes, double(dev.global_mem_bytes) / 4);
-  if (dev.global_mem_bytes > 0 && double(workspace_bytes(l, c)) > bound)
+  if (double(workspace_bytes(l, c)) > gemm_workspace_bound(dev))
     return Status::no("workspace (the split " + std::string(pass_ == GemmPass::bwd_filter ? "dy" : "filter") +
                       (splits(c) > 1 ? " and the partial sums" : "") + ") " +
                       std::to_string(int64_t(double(workspace_bytes(l, c)) / double(1 << 20))) + " MiB over the bound");
   return split_rules(l, c, dev);
 }
 
-// Backward-filter's splits: each must get a k-tile, and a split that leaves the grid under a quarter of the
-// SMs cannot win while a 4x larger one is allowed, nor one whose half already fills the SMs twice.
+// Backward-filter's splits: each must get a k-tile (a split takes ceil(k-tiles / splits) of them), and the
+// count neither too few nor too many for the SMs (split_not_too_few, split_not_too_many).
 Status WgmmaGemmVariant::split_rules(const LayerShape& l, const Config& c, const DeviceInfo& dev) const {
   if (pass_ != GemmPass::bwd_filter) return Status::yes();
   const int split = splits(c);
@@ -109,13 +108,9 @@ Status WgmmaGemmVariant::split_rules(const LayerShape& l, const Config& c, const
     return Status::no("splits " + std::to_string(split) + " leaves a split without a k-tile (" +
                       std::to_string(k_tiles) + " k-tiles of 32 in the n*P*Q sum)");
   const int64_t tiles = layer_div_up(e.m, tile_m(c)) * layer_div_up(e.n, tile_n(c));
-  if (dev.sms > 0 && 4 * tiles * split < dev.sms && (4 * int64_t(split) - 1) * layer_div_up(k_tiles, 4 * split) < k_tiles)
-    return Status::no("splits " + std::to_string(split) + " x " + std::to_string(tiles) + " tiles fill under a quarter of the " +
-                      std::to_string(dev.sms) + " SMs, and splits " + std::to_string(4 * split) + " is allowed");
-  if (dev.sms > 0 && tiles * (split / 2) >= 2 * int64_t(dev.sms))
-    return Status::no("splits " + std::to_string(split) + ": " + std::to_string(tiles) + " tiles x " +
-                      std::to_string(split / 2) + " already fill the " + std::to_string(dev.sms) + " SMs twice");
-  return Status::yes();
+  const bool four_times_allowed = (4 * int64_t(split) - 1) * layer_div_up(k_tiles, 4 * split) < k_tiles;
+  const Status few = split_not_too_few(tiles, split, four_times_allowed, dev);
+  return few.ok ? split_not_too_many(tiles, split, dev) : few;
 }
 
 Cost WgmmaGemmVariant::cost(const Problem& prob, const Config& c) const {

@@ -212,7 +212,7 @@ Status WinogradVariant::can_implement(const Problem& p, const Config& c, const D
   if (chunk < 1 || chunk > l.n) return Status::no("chunk " + std::to_string(chunk) + " outside 1..n = " + std::to_string(l.n));
   const wino::WinoDims d = winograd_dims(pass_, m, l);
   const double floats = double(winograd_workspace_floats(pass_, d, l.n, chunk));
-  const double bound = std::min(kMaxGemmWorkspaceBytes, double(dev.global_mem_bytes) / 4);
+  const double bound = gemm_workspace_bound(dev);
   if (4.0 * floats > bound)
     return Status::no("workspace (transformed filter, tiles and products of " +
                       std::string(pass_ == WinogradPass::bwd_filter ? "the batch" : std::to_string(chunk) + " images") + ") " +
