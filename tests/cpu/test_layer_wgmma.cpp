@@ -108,13 +108,12 @@ TEST(LayerWgmma, BackwardFilterSplitRules) {
   EXPECT_FALSE(idle.ok);
   EXPECT_TRUE(contains(idle.reason, "under a quarter")) << idle.reason;
   EXPECT_TRUE(v.can_implement(c64, filter_config(1, 64, 32), dev).ok);
-  // 5 k-tiles (t = 12*12 = 144): 2 splits of 3 and 2; 4 splits would take 2, 2, 1 and none (a split takes
-  // ceil(k-tiles / splits)).
+  // 5 k-tiles (t = 12*12 = 144), split evenly: 4 splits take 1, 1, 1 and 2; 8 would leave splits empty.
   const Problem tiny = shape("layer_bwd_filter", {1, 5, 12, 12, 6, 1, 1, 0, 0, 1, 1});
-  EXPECT_TRUE(v.can_implement(tiny, filter_config(1, 64, 2), dev).ok);
-  const Status empty = v.can_implement(tiny, filter_config(1, 64, 4), dev);
+  EXPECT_TRUE(v.can_implement(tiny, filter_config(1, 64, 4), dev).ok);
+  const Status empty = v.can_implement(tiny, filter_config(1, 64, 8), dev);
   EXPECT_FALSE(empty.ok);
-  EXPECT_TRUE(contains(empty.reason, "without a k-tile")) << empty.reason;
+  EXPECT_TRUE(contains(empty.reason, "> the 5 k-tiles")) << empty.reason;
   // The cost counts the partials written and read back.
   const Cost one = v.cost(c256, filter_config(1, 64, 1)), two = v.cost(c256, filter_config(1, 64, 2));
   EXPECT_DOUBLE_EQ(two.bytes_model - one.bytes_model, 4.0 * (2 * 2 * 2304.0 * 256 + 2304.0 * 256 - 2304.0 * 256));

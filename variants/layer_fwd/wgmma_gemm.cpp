@@ -38,9 +38,13 @@ int WgmmaGemmVariant::threads(const Config& c) const {
 // (full only, or full and empty), and for the specialized kernel a tap table of up to R*S + 31 entries.
 int WgmmaGemmVariant::smem_bytes(const LayerShape& l, const Config& c) const {
   const int stages = cfg_value(c, "stages");
-  const int tiles = 1024 + stages * (block_bytes(c) + 4 * kTileK * (tile_m(c) + 8));
+  // Backward-filter's A tile is row-major (BM rows of 32 + 4 words); the others' k-major (32 rows of BM + 8).
+  const int a_tile = pass_ == GemmPass::bwd_filter ? 4 * tile_m(c) * (kTileK + 4) : 4 * kTileK * (tile_m(c) + 8);
+  const int tiles = 1024 + stages * (block_bytes(c) + a_tile);
   if (!specialized()) return tiles + 8 * stages;
-  return tiles + 16 * stages + 8 * int(l.r * l.s + kTileK - 1);
+  // Backward-filter's table of the tile's rows (16 bytes each), or the others' tap table.
+  const int table = pass_ == GemmPass::bwd_filter ? 16 * tile_m(c) : 8 * int(l.r * l.s + kTileK - 1);
+  return tiles + 16 * stages + table;
 }
 
 std::string WgmmaGemmVariant::summary() const {
@@ -103,13 +107,12 @@ Status WgmmaGemmVariant::split_rules(const LayerShape& l, const Config& c, const
   if (pass_ != GemmPass::bwd_filter) return Status::yes();
   const int split = splits(c);
   const GemmExtent e = wgmma_extent(pass_, l);
-  const int64_t k_tiles = layer_div_up(e.t, kTileK), per = layer_div_up(k_tiles, split);
-  if (split < 1 || (split - 1) * per >= k_tiles)
-    return Status::no("splits " + std::to_string(split) + " leaves a split without a k-tile (" +
-                      std::to_string(k_tiles) + " k-tiles of 32 in the n*P*Q sum)");
+  const int64_t k_tiles = layer_div_up(e.t, kTileK);
+  if (split < 1 || split > k_tiles)
+    return Status::no("splits " + std::to_string(split) + " > the " + std::to_string(k_tiles) +
+                      " k-tiles of 32 in the n*P*Q sum");
   const int64_t tiles = layer_div_up(e.m, tile_m(c)) * layer_div_up(e.n, tile_n(c));
-  const bool four_times_allowed = (4 * int64_t(split) - 1) * layer_div_up(k_tiles, 4 * split) < k_tiles;
-  const Status few = split_not_too_few(tiles, split, four_times_allowed, dev);
+  const Status few = split_not_too_few(tiles, split, 4 * int64_t(split) <= k_tiles, dev);
   return few.ok ? split_not_too_many(tiles, split, dev) : few;
 }
 

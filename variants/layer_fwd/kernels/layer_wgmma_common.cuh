@@ -35,7 +35,6 @@ struct FilterGradGemm {
   using Col = G::Row;
   using Tap = G::Tap;
   template <class Shape> static __device__ int m_size(const Shape& s) { return G::n_size(s); }
-  template <class Shape> static __device__ Row row(const Shape& s, int m) { return G::col(s, m); }
   template <class Shape> static __device__ Col col(const Shape& s, int n) { return G::row(s, n); }
   template <class Shape> static __device__ Tap tap(const Shape& s, int t) { return G::tap(s, t); }
   template <class Shape> static __device__ bool a_at(const Shape& s, const Row& a, const Tap& k, int& off) {
@@ -44,7 +43,15 @@ struct FilterGradGemm {
   template <class Shape> static __device__ bool b_at(const Shape& s, const Col& b, const Tap& k, int& off) {
     return G::a_at(s, b, k, off);
   }
-  template <class Shape> static __device__ int d_row(const Shape&, int m) { return m; }
+  // Where C is a multiple of the tile's rows, the rows run filter-tap major, m = (i * S + j) * C + c, so that
+  // a tile has one (i, j); else m = (c * R + i) * S + j, dw's own order.
+  static constexpr bool kTapMajorRows = C % (64 * WGS) == 0;
+  template <class Shape> static __device__ Row row(const Shape& s, int m) {
+    return G::col(s, kTapMajorRows ? (m % C) * (R * S) + m / C : m);
+  }
+  template <class Shape> static __device__ int d_row(const Shape&, int m) {
+    return kTapMajorRows ? (m % C) * (R * S) + m / C : m;
+  }
   template <class Shape> static __device__ int d_col_stride(const Shape& s) { return s.c * s.r * s.s; }
 };
 using Gemm = FilterGradGemm;

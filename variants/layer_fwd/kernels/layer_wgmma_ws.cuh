@@ -22,15 +22,19 @@
 #define WS_UNROLL (BN == 64 ? 2 : 1)
 static_assert(WGS == 1 || WGS == 2, "WGS: 1 or 2 consumer warpgroups");
 constexpr int kConsumerThreads = 128 * WGS, kThreads = kConsumerThreads + 128;
-constexpr int kLdA = BM + 8;  // As[k][m]: a row stride of 8 mod 32 words makes the fragment reads conflict-free
-constexpr int kAStageFloats = BK * kLdA;
+// A's stage layout. Forward and backward-data: As[k][m], a row stride of 8 mod 32 words (conflict-free
+// fragment reads, lanes along m in the gather). Backward-filter: As[m][k], a row stride of 36 words (4 mod 32:
+// conflict-free fragment reads; the gather runs lanes along t, consecutive q, so its global reads coalesce).
+constexpr bool kARowMajor = PASS == 2;
+constexpr int kLdA = kARowMajor ? BK + 4 : BM + 8;
+constexpr int kAStageFloats = kARowMajor ? BM * kLdA : BK * kLdA;
 constexpr bool kMasked = PASS == 0   ? kRS <= igemm::kMaskTaps
                          : PASS == 1 ? (U == 1 && V == 1 && kRS <= igemm::kMaskTaps)
                                      : false;  // backward-filter: the per-tap decode
-// The splits of the t sum: split z takes k-tiles [z * kSplitTiles, min(kKTiles, (z + 1) * kSplitTiles)).
-constexpr int kSplitTiles = (kKTiles + SPLITS - 1) / SPLITS;
+// The splits of the t sum: split z takes k-tiles [z * kKTiles / SPLITS, (z + 1) * kKTiles / SPLITS), sizes
+// differing by at most one.
 static_assert(SPLITS == 1 || PASS == 2, "only backward-filter splits its sum");
-static_assert((SPLITS - 1) * kSplitTiles < kKTiles, "every split needs at least one k-tile");
+static_assert(SPLITS <= kKTiles, "every split needs at least one k-tile");
 constexpr int kFilterElements = K * C * R * S;  // one split's partial dw (backward-filter)
 constexpr int kCStride = PASS == 0 ? H * W : P * Q;  // tap offset of one more c (forward) or k (backward-data)
 // The producer: lanes along m (coalesced global reads, conflict-free cp.async writes), warp w on taps 8w..8w+7.
@@ -42,14 +46,18 @@ constexpr int kTapsPerWarp = BK / 4, kCountF = BM / 32;
 // t = c * RS + rs with the tap table.
 constexpr bool kRsMajor = kMasked && kCInner % BK == 0;
 constexpr int kTabEntries = kMasked && !kRsMajor ? kRS + BK - 1 : 0;
+// Backward-filter: a table of the tile's BM rows (c, i, j): x offset c*H*W + (i - pad_h)*W + (j - pad_w),
+// i - pad_h and j - pad_w (a row past C*R*S gets an i - pad_h that fails every bounds check).
+constexpr int kRowEntries = kARowMajor ? BM : 0;
 // Shared memory from the 1024-aligned base: B stages (swizzled tiles need 1024-byte alignment), A stages,
 // full[STAGES], empty[STAGES], the tap table (int off, unsigned bit).
 constexpr int kBOffset = 0, kAOffset = STAGES * kBCopyBytes, kBarOffset = kAOffset + STAGES * kAStageFloats * 4;
 constexpr int kTabOffset = kBarOffset + 16 * STAGES;
-constexpr int kSmemBytes = 1024 + kTabOffset + 8 * kTabEntries;
+constexpr int kSmemBytes = 1024 + kTabOffset + 8 * kTabEntries + 16 * kRowEntries;
 static_assert(kSmemBytes <= SMEM_BYTES, "the launch's shared memory does not cover the kernel's carve-up");
 static_assert(kBTileBytes % 1024 == 0 && kBCopyBytes % 1024 == 0, "swizzled B tiles must stay 1024-aligned");
 static_assert(kBarOffset % 8 == 0, "mbarriers are 8-byte aligned");
+static_assert(kTabOffset % 16 == 0, "the row table is read as int4");
 // Occupancy and registers. WGS 1: two CTAs a SM where shared memory allows (128 registers at launch);
 // WGS 2: one (168). setmaxnreg moves registers within the CTA's pool: kProducerRegs * 128 +
 // kConsumerRegs * 128 * WGS <= kLaunchRegs * kThreads; both multiples of 8 in [24, 256].
@@ -58,7 +66,7 @@ constexpr int kBlocksBySmem = kSmemPerSm / (SMEM_BYTES + kSmemReservedPerCta);
 constexpr int kMinBlocks = WGS == 1 && kBlocksBySmem >= 2 ? 2 : 1;
 static_assert(kBlocksBySmem >= 1, "shared memory");
 constexpr int kLaunchRegs = (65536 / (kThreads * kMinBlocks) > 255 ? 255 : 65536 / (kThreads * kMinBlocks)) / 8 * 8;
-constexpr int kProducerRegs = kMasked ? 40 : 96;  // the unmasked gather keeps whole Gemm::Row's
+constexpr int kProducerRegs = kMasked ? 40 : 56;  // the per-tap decode keeps whole Gemm::Row's
 constexpr int kConsumerRegsRaw = ((WGS + 1) * kLaunchRegs - kProducerRegs) / WGS / 8 * 8;
 constexpr int kConsumerRegs = kConsumerRegsRaw > 240 ? 240 : kConsumerRegsRaw;
 static_assert(kProducerRegs * 128 + kConsumerRegs * kConsumerThreads <= kLaunchRegs * kThreads, "register pool");
@@ -90,9 +98,9 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 }
 
 // This CTA's k-tiles: all of them, or its split's.
-__device__ __forceinline__ int first_tile() { return SPLITS == 1 ? 0 : int(blockIdx.z) * kSplitTiles; }
+__device__ __forceinline__ int first_tile() { return SPLITS == 1 ? 0 : int((long long)blockIdx.z * kKTiles / SPLITS); }
 __device__ __forceinline__ int end_tile() {
-  return SPLITS == 1 ? kKTiles : min(kKTiles, first_tile() + kSplitTiles);
+  return SPLITS == 1 ? kKTiles : int((long long)(blockIdx.z + 1) * kKTiles / SPLITS);
 }
 
 // ---- producer: warpgroup 0 ----------------------------------------------------------------------------------
@@ -183,6 +191,60 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
     }
   } else
 #endif
+#if PASS == 2
+  {
+    // Lanes along t (tap kt*32 + lane), warp pw on rows pw, pw + 4, ...: a warp's 32 copies read consecutive
+    // q of one x row (coalesced) and write one As row (conflict-free).
+    const int4* row_tab = reinterpret_cast<const int4*>(tab);
+    const unsigned a_dst = smem_base + kAOffset + 4 * (pw * kLdA + lane);
+#pragma unroll 1
+    for (int kt = first_tile(); kt < end_tile(); ++kt) {
+      mbar_wait(empty0 + 8 * st, ph ^ 1);
+      if (ptid == 0) {
+        mbar_expect_tx(full0 + 8 * st, kBCopyBytes);
+        bulk_copy_to(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
+      }
+      const int t = kt * BK + lane, img = t / (P * Q), pq = t % (P * Q), py = (pq / Q) * U, x0 = (pq % Q) * V;
+      const int y0 = t < kTSize ? py : -(1 << 28);  // a tap past the sum is never valid
+      const float* tap = offset_ptr(a, t < kTSize ? img * (C * H * W) + py * W + x0 : 0);
+      const unsigned dst = a_dst + st * (kAStageFloats * 4);
+      if constexpr (Gemm::kTapMajorRows) {
+        // One filter tap (i, j) for the whole tile, rows = channels c0 + r: one bounds check a lane, then
+        // each row is the lane's x element of the next channel (stride 4 * H * W for this warp's rows).
+        const int rs = m_first / C, c0 = m_first % C, i = rs / S, j = rs % S;
+        const bool ok = unsigned(y0 + i - PAD_H) < unsigned(H) && unsigned(x0 + j - PAD_W) < unsigned(W);
+        const float* src = offset_ptr(tap, (c0 + pw) * (H * W) + (i - PAD_H) * W + (j - PAD_W));
+#pragma unroll
+        for (int rr = 0; rr < BM / 4; ++rr) cp_async_to<4>(dst + 4 * (4 * rr) * kLdA, src + rr * (4 * H * W), ok);
+      } else if constexpr (kRS <= 32) {
+        // This lane's taps (i, j) that land inside x, as bit i*S + j; a row's entry is (offset, its bit).
+        unsigned y_ok = 0, x_ok = 0, mask = 0;
+#pragma unroll
+        for (int i = 0; i < R; ++i) y_ok |= unsigned(unsigned(y0 + i - PAD_H) < unsigned(H)) << i;
+#pragma unroll
+        for (int j = 0; j < S; ++j) x_ok |= unsigned(unsigned(x0 + j - PAD_W) < unsigned(W)) << j;
+#pragma unroll
+        for (int i = 0; i < R; ++i) mask |= (y_ok >> i & 1u) ? x_ok << (i * S) : 0u;
+        const int2* row_bits = reinterpret_cast<const int2*>(tab);
+#pragma unroll
+        for (int rr = 0; rr < BM / 4; ++rr) {
+          const int2 row = row_bits[pw + 4 * rr];  // warp-uniform: a broadcast LDS.64
+          cp_async4_masked(dst + 4 * (4 * rr) * kLdA, offset_ptr(tap, row.x), mask, unsigned(row.y));
+        }
+      } else {
+#pragma unroll
+        for (int rr = 0; rr < BM / 4; ++rr) {
+          const int4 row = row_tab[pw + 4 * rr];  // warp-uniform: a broadcast LDS.128
+          const int y = y0 + row.y, x = x0 + row.z;
+          cp_async_to<4>(dst + 4 * (4 * rr) * kLdA, offset_ptr(tap, row.x),
+                    unsigned(y) < unsigned(H) && unsigned(x) < unsigned(W));
+        }
+      }
+      cp_async_arrive_noinc(full0 + 8 * st);
+      if (++st == STAGES) st = 0, ph ^= 1;
+    }
+  }
+#else
   {
     Gemm::Row rows[kCountF];
 #pragma unroll
@@ -209,6 +271,7 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
       if (++st == STAGES) st = 0, ph ^= 1;
     }
   }
+#endif
   asm volatile("cp.async.wait_all;\n" ::: "memory");  // exit with no copy of this thread in flight
 }
 
@@ -222,12 +285,13 @@ struct Raw {
 
 // The A elements of one k-tile (four k8 steps) for this thread: rows frag_m (+8), k = q (+4).
 __device__ __forceinline__ void read_tile(const float* a, Raw& r) {
+  constexpr int kStepM = kARowMajor ? kLdA : 1, kStepK = kARowMajor ? 1 : kLdA;  // element (m, k) at m*kStepM + k*kStepK
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks) {
-    r.v[ks][0] = a[8 * ks * kLdA];
-    r.v[ks][1] = a[8 * ks * kLdA + 8];
-    r.v[ks][2] = a[(8 * ks + 4) * kLdA];
-    r.v[ks][3] = a[(8 * ks + 4) * kLdA + 8];
+    r.v[ks][0] = a[8 * ks * kStepK];
+    r.v[ks][1] = a[8 * ks * kStepK + 8 * kStepM];
+    r.v[ks][2] = a[(8 * ks + 4) * kStepK];
+    r.v[ks][3] = a[(8 * ks + 4) * kStepK + 8 * kStepM];
   }
 }
 __device__ __forceinline__ void split(const Raw& r, Frag& f) {
@@ -249,7 +313,7 @@ __device__ __forceinline__ void consumer(const float* __restrict__ bias, float* 
   // Warp w of consumer warpgroup g owns rows 64 g + 16 w .. + 15 of the tile.
   const int frag_m = 64 * (ctid / 128) + 16 * (ctid / 32 % 4) + lane / 4, q = lane % 4;
   const unsigned full0 = smem_base + kBarOffset, empty0 = full0 + 8 * STAGES;
-  const float* a_frag = as + q * kLdA + frag_m;  // stage 0
+  const float* a_frag = kARowMajor ? as + frag_m * kLdA + q : as + q * kLdA + frag_m;  // stage 0
   const unsigned long long desc0 = tile_descriptor(smem_base + kBOffset);
   float sum[kAcc], part[kAcc];
 #pragma unroll
@@ -349,6 +413,19 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
   const unsigned smem_base = shared_address(smem);
   const int tid = threadIdx.x, m_first = blockIdx.x * BM, n_tile = blockIdx.y;
   int2* tab = reinterpret_cast<int2*>(smem + kTabOffset);
+#if PASS == 2
+  if constexpr (!Gemm::kTapMajorRows) {
+    for (int r = tid; r < BM; r += kThreads) {
+      const int m = m_first + r, j = m % S, i = (m / S) % R, c = m / (R * S);
+      const int off = c * H * W + (i - PAD_H) * W + (j - PAD_W);
+      if constexpr (kRS <= 32)  // (offset, the bit of tap (i, j)); a row past C*R*S has no bit
+        reinterpret_cast<int2*>(tab)[r] = make_int2(m < C * R * S ? off : 0, m < C * R * S ? int(1u << (i * S + j)) : 0);
+      else  // (offset, i - pad_h, j - pad_w); a row past C*R*S fails every bounds check
+        reinterpret_cast<int4*>(tab)[r] = m < C * R * S ? make_int4(off, i - PAD_H, j - PAD_W, 0)
+                                                        : make_int4(0, -(1 << 28), 0, 0);
+    }
+  }
+#endif
 #if PASS != 2
   if constexpr (kMasked) {
     const DefinedShape s;
