@@ -191,6 +191,23 @@ TEST(LayerWgmma, PrecisionRulesAndTolerance) {
   }
 }
 
+// Beside the powers of two, backward-filter's space holds the split counts that fill the SMs once or twice
+// for each tile grid. The C128 stage (m = c*r*s = 1152, n = 128) has grids of 36, 18, 18 and 9 tiles: on
+// 132 SMs, 3 and 7, 7 and 14, 14 and 29.
+TEST(LayerWgmma, BackwardFilterSplitsFillTheSms) {
+  DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Problem c128 = shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
+  auto splits = [&](const DeviceInfo& d) {
+    std::set<int> out;
+    for (const Config& c : wgmma_ws("layer_bwd_filter").space(c128, d).enumerate()) out.insert(c.at("splits").get<int>());
+    return out;
+  };
+  EXPECT_EQ(splits(dev), (std::set<int>{1, 2, 3, 4, 7, 8, 14, 16, 29, 32, 64, 128}));
+  dev.sms = 0;  // unknown SM count: the powers of two only
+  EXPECT_EQ(splits(dev), (std::set<int>{1, 2, 4, 8, 16, 32, 64, 128}));
+  EXPECT_TRUE(wgmma_ws("layer_bwd_filter").can_implement(c128, filter_config(1, 128, 7), DeviceInfo::offline_sm90()).ok);
+}
+
 TEST(LayerWgmma, SpaceValues) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   const Variant& v = wgmma("layer_fwd");

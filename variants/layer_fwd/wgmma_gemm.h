@@ -36,6 +36,7 @@ class WgmmaGemmVariant : public JitLayerVariant {
  private:
   bool specialized() const { return schedule_ == Schedule::specialized; }
   int threads(const Config& c) const;
+  std::vector<json> split_values(const Problem& p, const DeviceInfo& dev) const;  // backward-filter's space
   int splits(const Config& c) const;  // backward-filter's split of the n*P*Q sum; 1 for the other passes
   size_t split_b_bytes(const LayerShape& l, const Config& c) const;  // the B operand split into tf32 tiles
   Status split_rules(const LayerShape& l, const Config& c, const DeviceInfo& dev) const;
