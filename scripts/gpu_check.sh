@@ -20,7 +20,7 @@ echo "build: $(( $(date +%s) - t0 )) s"
 t0=$(date +%s)
 [ "${TESTS:-1}" = 1 ] && (cd build && timeout 300 ctest -L gpu --output-on-failure >"$out/gpu_tests.log" 2>&1; echo "ctest gpu rc=$?" >>"$out/gpu_tests.log")
 [ "${TESTS:-1}" = 1 ] && (cd build && timeout 120 ctest -R export_app --output-on-failure >>"$out/gpu_tests.log" 2>&1)
-echo "gpu tests: $(( $(date +%s) - t0 )) s"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |\[  FAILED|Failure|rc=|tests passed|export_app" "$out/gpu_tests.log" | head -30
+[ "${TESTS:-1}" = 1 ] && { echo "gpu tests: $(( $(date +%s) - t0 )) s"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |\[  FAILED|Failure|rc=|tests passed|export_app" "$out/gpu_tests.log" | head -30; }
 # compute-sanitizer on smoke sweeps of our own kernels: out-of-bounds accesses and shared-memory races.
 if command -v compute-sanitizer >/dev/null && [ "${SANITIZE:-1}" = 1 ]; then
   for smoke in ${SMOKES:-sweeps/smoke.json sweeps/smoke1d.json}; do
