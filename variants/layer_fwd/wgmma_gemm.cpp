@@ -120,7 +120,7 @@ Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const
   return split_rules(l, c, dev);
 }
 
-// Backward-filter's splits: each must get a k-tile (a split takes ceil(k-tiles / splits) of them), and the
+// Backward-filter's splits: each must get a k-tile (split z takes k-tiles [z*kt/S, (z+1)*kt/S)), and the
 // count neither too few nor too many for the SMs (split_not_too_few, split_not_too_many).
 Status WgmmaGemmVariant::split_rules(const LayerShape& l, const Config& c, const DeviceInfo& dev) const {
   if (pass_ != GemmPass::bwd_filter) return Status::yes();
