@@ -57,8 +57,8 @@ def main():
         print(f"library_table.py: {e}", file=sys.stderr)
         sys.exit(2)
     if not best:
-        print(f"library_table.py: --family {args.family}: no ok record of "
-              f"{'these families' if families else 'any family'} in {args.run}", file=sys.stderr)
+        which = f"--family {args.family}: no ok record of these families" if families else "no ok record"
+        print(f"library_table.py: {which} in {args.run}", file=sys.stderr)
         sys.exit(2)
     print("| problem | floor ms | variants' best (ms) | library best | library pick | ours vs best / pick |")
     print("| --- | ---: | --- | --- | --- | ---: |")

@@ -62,8 +62,8 @@ std::string ImplicitGemmVariant::summary() const {
          "TF32 mma.sync; the t sum optionally split over CTAs, reduced in order";
 }
 
-Status split_not_too_few(int64_t tiles, int split, bool four_times_allowed, const DeviceInfo& dev) {
-  if (dev.sms > 0 && 4 * tiles * split < dev.sms && four_times_allowed)
+Status split_not_too_few(int64_t tiles, int split, int64_t k_tiles, const DeviceInfo& dev) {
+  if (dev.sms > 0 && 4 * tiles * split < dev.sms && 4 * int64_t(split) <= k_tiles)
     return Status::no("splits " + std::to_string(split) + " x " + std::to_string(tiles) + " tiles fill under a quarter of the " +
                       std::to_string(dev.sms) + " SMs, and splits " + std::to_string(4 * split) + " is allowed");
   return Status::yes();
@@ -117,7 +117,7 @@ Status ImplicitGemmVariant::constraints(const LayerShape& l, const Config& c, co
   // forward and backward-data split only while it adds occupancy.
   const int64_t tiles = layer_div_up(e.m, tile->bm) * layer_div_up(e.n, tile->bn);
   const Status fill = pass_ == GemmPass::bwd_filter
-                          ? split_not_too_few(tiles, split, 4 * int64_t(split) <= k_tiles(pass_, l, *tile), dev)
+                          ? split_not_too_few(tiles, split, k_tiles(pass_, l, *tile), dev)
                           : split_not_too_many(tiles, split, dev);
   if (!fill.ok) return fill;
   if (double(e.m) + tile->bm > kInt32Limit || double(e.n) + tile->bn > kInt32Limit ||

@@ -32,10 +32,11 @@ struct GemmExtent {
 };
 GemmExtent gemm_extent(GemmPass pass, const LayerShape& l);
 
-// The split t sums of the GEMM variants (`split` CTAs share each of `tiles` tiles' sums), yes when the SM
-// count is unknown. Too few: tiles * split CTAs under a quarter of the SMs cannot win while 4 x split is
-// allowed. Too many: when split / 2 already fills the SMs twice, the partials' traffic buys no occupancy.
-Status split_not_too_few(int64_t tiles, int split, bool four_times_allowed, const DeviceInfo& dev);
+// The split t sums of the GEMM variants (`split` CTAs share each of `tiles` tiles' sums of `k_tiles` k-tiles),
+// yes when the SM count is unknown. Too few: tiles * split CTAs under a quarter of the SMs cannot win while
+// 4 x split (no more than the k-tiles) is allowed. Too many: when split / 2 already fills the SMs twice, the
+// partials' traffic buys no occupancy.
+Status split_not_too_few(int64_t tiles, int split, int64_t k_tiles, const DeviceInfo& dev);
 Status split_not_too_many(int64_t tiles, int split, const DeviceInfo& dev);
 
 // A named CTA tile: BM x BN x BK, computed by SIMT threads of TM x TN outputs or by warps of mma tiles.

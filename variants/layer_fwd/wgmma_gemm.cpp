@@ -11,7 +11,8 @@ namespace {
 
 constexpr int kTileK = 32;  // the kernel's BK
 
-int tile_m(const Config& c) { return 64 * cfg_value(c, "warpgroups"); }
+int rows_of(int warpgroups) { return 64 * warpgroups; }  // BM: 64 GEMM rows a (MMA) warpgroup
+int tile_m(const Config& c) { return rows_of(cfg_value(c, "warpgroups")); }
 int tile_n(const Config& c) { return cfg_value(c, "tile_n"); }
 // One (n-tile, k-tile) block of the split filter: big + small tiles for 3xTF32, the big one for TF32.
 int block_bytes(const Config& c) { return (config_math(c) == kMath3xTf32 ? 2 : 1) * tile_n(c) * kTileK * 4; }
@@ -70,7 +71,7 @@ std::vector<json> WgmmaGemmVariant::split_values(const Problem& p, const DeviceI
   const GemmExtent e = wgmma_extent(pass_, LayerShape(p));
   for (int wgs : {1, 2})
     for (int bn : {64, 128}) {
-      const int64_t tiles = layer_div_up(e.m, 64 * wgs) * layer_div_up(e.n, bn);
+      const int64_t tiles = layer_div_up(e.m, rows_of(wgs)) * layer_div_up(e.n, bn);
       for (int64_t waves : {1, 2})
         if (dev.sms > 0 && waves * dev.sms >= tiles) values.insert(int(std::min<int64_t>(128, waves * dev.sms / tiles)));
     }
@@ -131,7 +132,7 @@ Status WgmmaGemmVariant::split_rules(const LayerShape& l, const Config& c, const
     return Status::no("splits " + std::to_string(split) + " > the " + std::to_string(k_tiles) +
                       " k-tiles of 32 in the n*P*Q sum");
   const int64_t tiles = layer_div_up(e.m, tile_m(c)) * layer_div_up(e.n, tile_n(c));
-  const Status few = split_not_too_few(tiles, split, 4 * int64_t(split) <= k_tiles, dev);
+  const Status few = split_not_too_few(tiles, split, k_tiles, dev);
   return few.ok ? split_not_too_many(tiles, split, dev) : few;
 }
 

@@ -104,6 +104,16 @@ __device__ __forceinline__ int end_tile() {
 }
 
 // ---- producer: warpgroup 0 ----------------------------------------------------------------------------------
+// Waits until the consumers released stage st (tile kt - STAGES; free at once in round 0), then thread 0
+// brings tile kt's B block into it, counted on the stage's full barrier.
+__device__ __forceinline__ void claim_stage(unsigned smem_base, unsigned full0, unsigned empty0, const float* b_block,
+                                            int st, unsigned ph, int ptid) {
+  mbar_wait(empty0 + 8 * st, ph ^ 1);
+  if (ptid == 0) {
+    mbar_expect_tx(full0 + 8 * st, kBCopyBytes);
+    bulk_copy_to(smem_base + kBOffset + st * kBCopyBytes, b_block, kBCopyBytes, full0 + 8 * st);
+  }
+}
 __device__ __forceinline__ void producer(const float* __restrict__ a, const float* __restrict__ b_blocks,
                                          unsigned smem_base, const int2* tab, int m_first, int n_tile) {
   const DefinedShape s;
@@ -127,11 +137,7 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
     int c0 = 0, rs = 0, i = 0, j = 0;  // tile kt: filter tap rs = (i, j), channels c0 .. c0 + 31
 #pragma unroll 1
     for (int kt = 0; kt < kKTiles; ++kt) {
-      mbar_wait(empty0 + 8 * st, ph ^ 1);  // consumers released tile kt - STAGES (free at once in round 0)
-      if (ptid == 0) {
-        mbar_expect_tx(full0 + 8 * st, kBCopyBytes);
-        bulk_copy_to(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
-      }
+      claim_stage(smem_base, full0, empty0, b_src + kt * kBBlockFloats, st, ph, ptid);
       const unsigned dst = a_dst0 + st * (kAStageFloats * 4);
       const int tap_off = c0 * kCStride + (PASS == 0 ? i * W + j : -(i * Q + j));  // = Gemm::tap(c0, i, j).off
       const unsigned bit = 1u << rs;
@@ -164,11 +170,7 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
     const int2* tab_w = tab + kTapsPerWarp * pw;
 #pragma unroll 1
     for (int kt = 0; kt < kKTiles; ++kt) {
-      mbar_wait(empty0 + 8 * st, ph ^ 1);  // consumers released tile kt - STAGES (free at once in round 0)
-      if (ptid == 0) {
-        mbar_expect_tx(full0 + 8 * st, kBCopyBytes);
-        bulk_copy_to(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
-      }
+      claim_stage(smem_base, full0, empty0, b_src + kt * kBBlockFloats, st, ph, ptid);
       const unsigned dst = a_dst0 + st * (kAStageFloats * 4);
       const int2* tab_t = tab_w + rs0;
 #pragma unroll
@@ -199,11 +201,7 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
     const unsigned a_dst = smem_base + kAOffset + 4 * (pw * kLdA + lane);
 #pragma unroll 1
     for (int kt = first_tile(); kt < end_tile(); ++kt) {
-      mbar_wait(empty0 + 8 * st, ph ^ 1);
-      if (ptid == 0) {
-        mbar_expect_tx(full0 + 8 * st, kBCopyBytes);
-        bulk_copy_to(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
-      }
+      claim_stage(smem_base, full0, empty0, b_src + kt * kBBlockFloats, st, ph, ptid);
       const int t = kt * BK + lane, img = t / (P * Q), pq = t % (P * Q), py = (pq / Q) * U, x0 = (pq % Q) * V;
       const int y0 = t < kTSize ? py : -(1 << 28);  // a tap past the sum is never valid
       const float* tap = offset_ptr(a, t < kTSize ? img * (C * H * W) + py * W + x0 : 0);
@@ -251,11 +249,7 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
     for (int fi = 0; fi < kCountF; ++fi) rows[fi] = Gemm::row(s, m_first + lane + 32 * fi);
 #pragma unroll 1
     for (int kt = first_tile(); kt < end_tile(); ++kt) {
-      mbar_wait(empty0 + 8 * st, ph ^ 1);
-      if (ptid == 0) {
-        mbar_expect_tx(full0 + 8 * st, kBCopyBytes);
-        bulk_copy_to(smem_base + kBOffset + st * kBCopyBytes, b_src + kt * kBBlockFloats, kBCopyBytes, full0 + 8 * st);
-      }
+      claim_stage(smem_base, full0, empty0, b_src + kt * kBBlockFloats, st, ph, ptid);
       const unsigned dst = a_dst0 + st * (kAStageFloats * 4);
 #pragma unroll
       for (int ki = 0; ki < kTapsPerWarp; ++ki) {
