@@ -21,7 +21,7 @@ const Variant& get(const char* n) { return Registry::instance().get(n); }
 
 TEST(Variants, TheSeedStrategiesAndBaselinesAreRegistered) {
   for (const char* n : {"conv2d.naive", "conv2d.constant", "conv2d.coarsened", "conv2d.tiled_in",
-                        "conv2d.tiled_halo_l2", "conv2d.register_tiled", "conv2d.pipelined", "conv2d.spectral_tiled",
+                        "conv2d.tiled_halo_l2", "conv2d.register_tiled", "conv2d.pipelined", "conv2d.shuffle_halo", "conv2d.spectral_tiled",
                         "conv2d.spectral_rows", "conv2d.cudnn", "conv2d.fft"})
     EXPECT_NE(Registry::instance().find(n), nullptr) << n;
   EXPECT_TRUE(get("conv2d.cudnn").library());
@@ -112,6 +112,26 @@ TEST(Variants, PipelinedCostCountsTheStripOnce) {
   // 1000 rows: 63 steps of 16 in 4 segments (16, 16, 16, 15 steps): 1008 staged rows and 4 x 6 halo rows.
   const Cost uneven = get("conv2d.pipelined").cost(conv2d(1000, 1024, 3), c);
   EXPECT_DOUBLE_EQ(uneven.bytes_model, 4.0 * (4 * (1008.0 + 24.0) * 264.0 + 1000.0 * 1024.0));
+}
+
+TEST(Variants, ShuffleHaloSaysWhyItCannotRunAndCountsItsRows) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = get("conv2d.shuffle_halo");
+  const Config c = {{"block_x", 64}, {"block_y", 4}, {"py", 2}};
+  EXPECT_TRUE(v.can_implement(conv2d(8192, 8192, 3), c, dev).ok);
+  EXPECT_TRUE(v.can_implement(conv2d(7, 9, 0), c, dev).ok);
+  EXPECT_NE(v.can_implement(conv2d(8192, 8192, 4), c, dev).reason.find("radius > 3"), std::string::npos);
+  Config lone = c;
+  lone["block_x"] = 32, lone["block_y"] = 1;
+  EXPECT_NE(v.can_implement(conv2d(64, 64, 1), lone, dev).reason.find("64 to 512 threads"), std::string::npos);
+  Config tall = c;
+  tall["block_y"] = 1, tall["py"] = 1;  // 65536 rows, one a block row: past the grid's 65535
+  EXPECT_NE(v.can_implement(conv2d(65536, 256, 1), tall, dev).reason.find("grid.y"), std::string::npos);
+  // 1024 x 1024, r = 2: blocks of 256 columns x 8 rows (4 x 128); each of a block's 4 thread rows reads
+  // 2 + 4 rows of 256 own and 16 edge columns (8 a warp).
+  const Cost cost = v.cost(conv2d(1024, 1024, 2), c);
+  EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (4 * 128 * 4 * 6 * 272.0 + 1024.0 * 1024.0));
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 25 * 1024 * 1024);
 }
 
 TEST(Variants, SpectralRowsSaysWhyItCannotRun) {
