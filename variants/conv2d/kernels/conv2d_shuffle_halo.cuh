@@ -17,7 +17,6 @@ static_assert(BLOCK_X % 32 == 0, "whole warps along x");
 __constant__ float c_filter[FW * FW];
 
 struct Walk {
-  const float* __restrict__ in;
   int x;       // this thread's first column (a multiple of 4)
   int edge_x;  // the column this lane loads for its warp's edges (lanes 0-7), else -1 for none
   int y0;      // image row of input row 0: the first output row minus r
@@ -80,7 +79,7 @@ conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __
   const int edge_x = lane < 4 ? x_warp - 4 + lane : lane < 8 ? x_warp + 128 + lane - 4 : -1;
   const bool vec = w % 4 == 0 && reinterpret_cast<unsigned long long>(in) % 16 == 0 &&
                    reinterpret_cast<unsigned long long>(out) % 16 == 0;
-  const Walk k{in, x, edge_x, int(blockIdx.y * BLOCK_Y + threadIdx.y) * PY - RADIUS, h, w, vec};
+  const Walk k{x, edge_x, int(blockIdx.y * BLOCK_Y + threadIdx.y) * PY - RADIUS, h, w, vec};
 
   float4 own[ROWS];
   float edge[ROWS];
