@@ -21,7 +21,8 @@ const Variant& get(const char* n) { return Registry::instance().get(n); }
 
 TEST(Variants, TheSeedStrategiesAndBaselinesAreRegistered) {
   for (const char* n : {"conv2d.naive", "conv2d.constant", "conv2d.coarsened", "conv2d.tiled_in",
-                        "conv2d.tiled_halo_l2", "conv2d.register_tiled", "conv2d.pipelined", "conv2d.shuffle_halo", "conv2d.spectral_tiled",
+                        "conv2d.tiled_halo_l2", "conv2d.register_tiled", "conv2d.pipelined", "conv2d.shuffle_halo",
+                        "conv2d.wgmma_toeplitz", "conv2d.spectral_tiled",
                         "conv2d.spectral_rows", "conv2d.cudnn", "conv2d.fft"})
     EXPECT_NE(Registry::instance().find(n), nullptr) << n;
   EXPECT_TRUE(get("conv2d.cudnn").library());
@@ -132,6 +133,29 @@ TEST(Variants, ShuffleHaloSaysWhyItCannotRunAndCountsItsRows) {
   const Cost cost = v.cost(conv2d(1024, 1024, 2), c);
   EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (4 * 128 * 4 * 6 * 272.0 + 1024.0 * 1024.0));
   EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 25 * 1024 * 1024);
+}
+
+TEST(Variants, WgmmaToeplitzSaysWhyItCannotRunAndCountsItsWork) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = get("conv2d.wgmma_toeplitz");
+  const Config c = {{"pw", 4}, {"ph", 8}, {"warpgroups", 2}, {"batch", 1}, {"min_blocks", 2}};
+  EXPECT_TRUE(v.can_implement(conv2d(8192, 8192, 4), c, dev).ok);
+  EXPECT_TRUE(v.can_implement(conv2d(7, 9, 0), c, dev).ok);
+  DeviceInfo ampere = dev;
+  ampere.cc_major = 8;
+  EXPECT_NE(v.can_implement(conv2d(64, 64, 4), c, ampere).reason.find("compute capability 9.0"), std::string::npos);
+  EXPECT_NE(v.can_implement(conv2d(64, 64, 9), c, dev).reason.find("radius > 8"), std::string::npos);
+  // r = 3: the window is 10 wide, not whole float4s.
+  EXPECT_NE(v.can_implement(conv2d(64, 64, 3), c, dev).reason.find("multiple of 4"), std::string::npos);
+  Config wide = c;
+  wide["pw"] = 8;  // N = 64: past the narrow MMAs
+  EXPECT_NE(v.can_implement(conv2d(64, 64, 4), wide, dev).reason.find("8, 16, 24 or 32"), std::string::npos);
+  // 1024 x 1024, r = 4, 4 x 8 patches: K = 12 x 16 = 192 window values, 3K tensor multiply-adds an output;
+  // blocks of 64 x 64 outputs stage 72 x 72 inputs.
+  const Cost cost = v.cost(conv2d(1024, 1024, 4), c);
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 81 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(cost.flops_variant, 6.0 * 192 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (16 * 16 * 72.0 * 72.0 + 1024.0 * 1024.0));
 }
 
 TEST(Variants, SpectralRowsSaysWhyItCannotRun) {

@@ -1,0 +1,81 @@
+// conv2d.wgmma_toeplitz: direct convolution on Hopper's tensor cores at fp32 accuracy. Each patch of
+// pw x ph outputs is its input window times the filter's Toeplitz matrix, 64 patches a warpgroup MMA, with
+// the 3xTF32 split (kernels/conv2d_wgmma_toeplitz.cuh).
+#include "variants/conv2d/jit_conv2d.h"
+
+namespace convtune {
+namespace {
+
+// Its chains of k8 steps grow with r, and it loses to the FMA kernels long before r = 8 (PERFORMANCE.md).
+constexpr int kMaxRadius = 8;
+constexpr int kSteps = 16;  // tiles a block walks down its strip: B is built once a block
+
+struct Patch {
+  int64_t pw, ph, r;
+  int64_t ww() const { return pw + 2 * r; }
+  int64_t k() const { return ww() * (ph + 2 * r); }  // the window, the GEMM's K
+  int64_t n() const { return pw * ph; }
+};
+
+class Conv2dWgmmaToeplitz : public JitConv2dVariant {
+ public:
+  std::string name() const override { return "conv2d.wgmma_toeplitz"; }
+  std::string summary() const override {
+    return "tensor cores (Hopper wgmma, 3xTF32 at fp32 accuracy): a patch of pw x ph outputs is its input "
+           "window times the filter's Toeplitz matrix, 64 patches a warpgroup MMA";
+  }
+  int complexity() const override { return 5; }
+  ParamSpace space(const Problem&, const DeviceInfo&) const override {
+    return ParamSpace()
+        .add("pw", "patch width (pw + 2r a multiple of 4)", values({2, 4, 6, 8}))
+        .add("ph", "patch height (pw * ph = 8, 16, 24 or 32: the MMA's N)", values({2, 4, 8}))
+        .add("warpgroups", "warpgroups a block, side by side (8 patches across each)", values({1, 2}))
+        .add("batch", "k8 steps gathered while the previous ones multiply", values({1, 2}))
+        .add("min_blocks", "blocks an SM the registers are capped for", values({2, 4}));
+  }
+  // The tensor core computes 3 K multiply-adds an output; each tile is staged with its 2r-row halo.
+  Cost cost(const Problem& prob, const Config& c) const override {
+    const Conv2d p(prob);
+    const Patch t = patch(p, c);
+    const double tensor_flops = 6.0 * double(t.k()) * double(p.h * p.w);
+    return {prob.direct_flops(), tensor_flops, prob.min_bytes(),
+            tiled_bytes(p, tile_x(c), tile_y(c), double((tile_y(c) + 2 * p.r) * (tile_x(c) + 2 * p.r)))};
+  }
+
+ protected:
+  std::string source() const override { return "conv2d_wgmma_toeplitz.cuh"; }
+  bool constant_filter() const override { return false; }
+  static Patch patch(const Conv2d& p, const Config& c) { return {cfg_int(c, "pw"), cfg_int(c, "ph"), p.r}; }
+  static int64_t tile_x(const Config& c) { return 8 * int64_t(cfg_int(c, "pw")) * cfg_int(c, "warpgroups"); }
+  static int64_t tile_y(const Config& c) { return 8 * int64_t(cfg_int(c, "ph")); }
+  std::vector<std::string> defines(const Conv2d&, const Config& c) const override {
+    return {define("PW", cfg_int(c, "pw")), define("PH", cfg_int(c, "ph")), define("WGS", cfg_int(c, "warpgroups")),
+            define("STEPS", kSteps), define("BATCH", cfg_int(c, "batch")), define("MIN_BLOCKS", cfg_int(c, "min_blocks"))};
+  }
+  // Shared memory: 1024 bytes of alignment slack, B (big and small tiles of N x 32), two staged tiles.
+  LaunchShape launch_shape(const Conv2d& p, const Config& c) const override {
+    const Patch t = patch(p, c);
+    const int64_t lead = (p.r + 3) / 4 * 4, pitch = (lead - p.r + tile_x(c) + 2 * p.r + 3) / 4 * 4;
+    const int64_t b_bytes = 2 * ((t.k() + 31) / 32) * t.n() * 128;
+    const int64_t stage_bytes = 4 * (tile_y(c) + 2 * p.r) * pitch;
+    const int64_t rows = tile_y(c) * kSteps;
+    return {dim3(ceil_div(p.w, tile_x(c)), ceil_div(p.h, rows)), dim3(128 * cfg_int(c, "warpgroups")),
+            int(1024 + b_bytes + 2 * stage_bytes)};
+  }
+  Status constraints(const Conv2d& p, const Config& c, const DeviceInfo& dev) const override {
+    if (dev.cc_major != 9 || dev.cc_minor != 0)
+      return Status::no("wgmma needs compute capability 9.0 (this device is " + std::to_string(dev.cc_major) + "." +
+                        std::to_string(dev.cc_minor) + ")");
+    if (p.r > kMaxRadius) return Status::no("radius > " + std::to_string(kMaxRadius) + " (the FMA kernels win long before)");
+    const Patch t = patch(p, c);
+    if (t.ww() % 4 != 0) return Status::no("pw + 2r must be a multiple of 4 (window values by compile-time offsets)");
+    if (t.n() % 8 != 0 || t.n() > 32) return Status::no("pw * ph must be 8, 16, 24 or 32 (the MMA's N)");
+    if (t.k() % 8 != 0) return Status::no("the window (pw + 2r)(ph + 2r) must be a multiple of 8 (k8 steps)");
+    return Status::yes();
+  }
+};
+
+CONVTUNE_REGISTER_VARIANT(Conv2dWgmmaToeplitz);
+
+}  // namespace
+}  // namespace convtune
