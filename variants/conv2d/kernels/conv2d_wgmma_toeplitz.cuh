@@ -14,8 +14,9 @@
 // PH rows below. As WW is a multiple of 4, window value 4t + q sits at a compile-time offset from the
 // thread's base. The chunks go in batches of BATCH: one batch is gathered while the one before multiplies.
 // Blocks: WGS warpgroups side by side (8 * PW * WGS output columns, 8 * PH rows), the tile staged with its
-// halo by cp.async, double-buffered over the STEPS tiles a block walks down its strip (B is built once).
-// Compile-time: RADIUS, PW, PH, WGS, STEPS, BATCH, MIN_BLOCKS (the launch bound: blocks an SM), CHAIN.
+// halo by cp.async, double-buffered over the tiles a block walks down its strip (B is built once a block).
+// The walk's length follows from gridDim.y, so it is a launch choice, not a recompile.
+// Compile-time: RADIUS, PW, PH, WGS, BATCH, MIN_BLOCKS (the launch bound: blocks an SM), CHAIN.
 #include "async_copy.cuh"
 #include "wgmma_tf32.cuh"
 
@@ -157,10 +158,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
   float* bufs = reinterpret_cast<float*>(smem + kBBytes);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32 % 4, wgi = tid / 128;
   const int g = lane / 4, q = lane % 4;
-  const int tx = blockIdx.x * kTX, ty_first = blockIdx.y * STEPS * kTY;
+  const int tiles_y = (h + kTY - 1) / kTY, walk = (tiles_y + gridDim.y - 1) / gridDim.y;
+  const int tx = blockIdx.x * kTX, ty_first = blockIdx.y * walk * kTY;
   const bool vec = w % 4 == 0 && reinterpret_cast<unsigned long long>(in) % 16 == 0;
   const bool vec2 = w % 2 == 0 && reinterpret_cast<unsigned long long>(out) % 8 == 0;
-  const int steps = min(STEPS, (h - ty_first + kTY - 1) / kTY);
+  const int steps = min(walk, tiles_y - int(blockIdx.y) * walk);
+  if (steps <= 0) return;  // the whole block: no barrier is left waiting
   stage(bufs, in, ty_first, tx, h, w, vec, tid);
   build_b(filter, smem, tid);
   const unsigned long long b_big = wg::tile_descriptor(shared_address(smem));
