@@ -31,9 +31,10 @@ __device__ __forceinline__ void wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
 }
 
-// d (+)= a * B, m64 x N x k8; ACCUMULATE 0 ignores d. The accumulator is N/2 registers a thread: element
-// 4j + 2h + e is row 16 * warp + lane / 4 + 8h, column 8j + 2 * (lane % 4) + e.
-template <int N, int ACCUMULATE>
+// d (+)= a * B, m64 x COLS x k8; ACCUMULATE 0 ignores d. The accumulator is COLS/2 registers a thread:
+// element 4j + 2h + e is row 16 * warp + lane / 4 + 8h, column 8j + 2 * (lane % 4) + e. (Template parameters
+// avoid one-letter names: the layer kernels define N, C, K ... as macros.)
+template <int COLS, int ACCUMULATE>
 struct Mma;
 
 template <int ACCUMULATE>

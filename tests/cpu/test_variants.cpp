@@ -150,12 +150,28 @@ TEST(Variants, WgmmaToeplitzSaysWhyItCannotRunAndCountsItsWork) {
   Config wide = c;
   wide["pw"] = 8;  // N = 64: past the narrow MMAs
   EXPECT_NE(v.can_implement(conv2d(64, 64, 4), wide, dev).reason.find("8, 16, 24 or 32"), std::string::npos);
+  // Shared memory, as the kernel lays it out: 1024 B of slack, B's big and small tiles (6 k-tiles of 32 x 32
+  // floats each) and two staged tiles of 72 rows x 72 floats.
+  const int smem = 1024 + 2 * 6 * 32 * 128 + 2 * 4 * 72 * 72;
+  DeviceInfo tight = dev;
+  tight.max_smem_per_block_optin = smem - 1;
+  EXPECT_NE(v.can_implement(conv2d(8192, 8192, 4), c, tight).reason.find("shared memory " + std::to_string(smem) + " B"),
+            std::string::npos);
+  tight.max_smem_per_block_optin = smem;
+  EXPECT_TRUE(v.can_implement(conv2d(8192, 8192, 4), c, tight).ok);
+  Config four = c;
+  four["min_blocks"] = 4;  // 4 x 91,648 B do not fit an SM: the register cap would buy nothing
+  EXPECT_NE(v.can_implement(conv2d(8192, 8192, 4), four, dev).reason.find("min_blocks = 4"), std::string::npos);
   // 1024 x 1024, r = 4, 4 x 8 patches: K = 12 x 16 = 192 window values, 3K tensor multiply-adds an output;
-  // blocks of 64 x 64 outputs stage 72 x 72 inputs.
+  // tiles of 64 x 64 outputs stage 72 rows of 72 floats (r = 4: the halo is whole float4s).
   const Cost cost = v.cost(conv2d(1024, 1024, 4), c);
   EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 81 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(cost.flops_variant, 6.0 * 192 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (16 * 16 * 72.0 * 72.0 + 1024.0 * 1024.0));
+  // r = 1, 2 x 4 patches: 32 x 32 tiles stage 34 rows from 3 columns before the left halo (16-byte
+  // alignment) to whole float4s: 40 floats.
+  const Config narrow = {{"pw", 2}, {"ph", 4}, {"warpgroups", 2}, {"batch", 1}, {"min_blocks", 2}};
+  EXPECT_DOUBLE_EQ(v.cost(conv2d(1024, 1024, 1), narrow).bytes_model, 4.0 * (32 * 32 * 34.0 * 40.0 + 1024.0 * 1024.0));
 }
 
 TEST(Variants, SpectralRowsSaysWhyItCannotRun) {

@@ -8,10 +8,12 @@
 namespace convtune {
 namespace {
 
-// Its chains of k8 steps grow with r, and it loses to the FMA kernels long before r = 8 (PERFORMANCE.md).
+// Its K, B and accumulator chains grow with r, and the spectral kernels are faster from r = 5 on
+// (PERFORMANCE.md); at r = 8 the 32-output patches already spill.
 constexpr int kMaxRadius = 8;
-// Blocks a launch aims for: each builds B once and walks down its strip; 8192^2 walks of 16 tiles (measured on
-// an H200: 4, 16 and 64 tiles took 0.320, 0.290 and 0.281 ms at r = 4), small images walk fewer.
+// Blocks a launch aims for: each builds B once and walks down its strip. 8192^2 in 64 x 64 tiles walks 16
+// (measured on an H200 at r = 4: walks of 4, 16 and 64 tiles took 0.320, 0.290 and 0.281 ms); small images
+// walk fewer.
 constexpr int64_t kTargetBlocks = 1024;
 
 struct Patch {
@@ -37,13 +39,13 @@ class Conv2dWgmmaToeplitz : public JitConv2dVariant {
         .add("batch", "k8 steps gathered while the previous ones multiply", values({1, 2}))
         .add("min_blocks", "blocks an SM the registers are capped for", values({2, 4}));
   }
-  // The tensor core computes 3 K multiply-adds an output; each tile is staged with its 2r-row halo.
+  // The tensor core computes 3 K multiply-adds an output; each tile is staged with its halo, whole float4s.
   Cost cost(const Problem& prob, const Config& c) const override {
     const Conv2d p(prob);
     const Patch t = patch(p, c);
     const double tensor_flops = 6.0 * double(t.k()) * double(p.h * p.w);
     return {prob.direct_flops(), tensor_flops, prob.min_bytes(),
-            tiled_bytes(p, tile_x(c), tile_y(c), double((tile_y(c) + 2 * p.r) * (tile_x(c) + 2 * p.r)))};
+            tiled_bytes(p, tile_x(c), tile_y(c), double((tile_y(c) + 2 * p.r) * staged_pitch(p, c)))};
   }
 
  protected:
@@ -52,30 +54,44 @@ class Conv2dWgmmaToeplitz : public JitConv2dVariant {
   static Patch patch(const Conv2d& p, const Config& c) { return {cfg_int(c, "pw"), cfg_int(c, "ph"), p.r}; }
   static int64_t tile_x(const Config& c) { return 8 * int64_t(cfg_int(c, "pw")) * cfg_int(c, "warpgroups"); }
   static int64_t tile_y(const Config& c) { return 8 * int64_t(cfg_int(c, "ph")); }
+  // A staged row: from r rounded up to 4 left of the tile to its right halo, rounded up to whole float4s.
+  static int64_t staged_pitch(const Conv2d& p, const Config& c) {
+    const int64_t lead = (p.r + 3) / 4 * 4;
+    return (lead - p.r + tile_x(c) + 2 * p.r + 3) / 4 * 4;
+  }
+  // 1024 bytes of alignment slack, B (big and small tiles of N x 32 floats), two staged tiles.
+  static int64_t smem_bytes(const Conv2d& p, const Config& c) {
+    const Patch t = patch(p, c);
+    const int64_t b_bytes = 2 * ((t.k() + 31) / 32) * t.n() * 128;
+    return 1024 + b_bytes + 2 * 4 * (tile_y(c) + 2 * p.r) * staged_pitch(p, c);
+  }
   std::vector<std::string> defines(const Conv2d&, const Config& c) const override {
     return {define("PW", cfg_int(c, "pw")), define("PH", cfg_int(c, "ph")), define("WGS", cfg_int(c, "warpgroups")),
             define("BATCH", cfg_int(c, "batch")), define("MIN_BLOCKS", cfg_int(c, "min_blocks"))};
   }
-  // Shared memory: 1024 bytes of alignment slack, B (big and small tiles of N x 32), two staged tiles.
+  // Walks of equal length down each column strip, about kTargetBlocks blocks in all.
   LaunchShape launch_shape(const Conv2d& p, const Config& c) const override {
-    const Patch t = patch(p, c);
-    const int64_t lead = (p.r + 3) / 4 * 4, pitch = (lead - p.r + tile_x(c) + 2 * p.r + 3) / 4 * 4;
-    const int64_t b_bytes = 2 * ((t.k() + 31) / 32) * t.n() * 128;
-    const int64_t stage_bytes = 4 * (tile_y(c) + 2 * p.r) * pitch;
     const int64_t columns = ceil_div(p.w, tile_x(c)), tiles_y = ceil_div(p.h, tile_y(c));
-    const int64_t walks = std::min(tiles_y, std::max<int64_t>(1, kTargetBlocks / columns));
-    return {dim3(columns, walks), dim3(128 * cfg_int(c, "warpgroups")),
-            int(1024 + b_bytes + 2 * stage_bytes)};
+    const int64_t walk = ceil_div(tiles_y, std::min(tiles_y, std::max<int64_t>(1, kTargetBlocks / columns)));
+    return {dim3(columns, ceil_div(tiles_y, walk)), dim3(128 * cfg_int(c, "warpgroups")), int(smem_bytes(p, c))};
   }
   Status constraints(const Conv2d& p, const Config& c, const DeviceInfo& dev) const override {
     if (dev.cc_major != 9 || dev.cc_minor != 0)
       return Status::no("wgmma needs compute capability 9.0 (this device is " + std::to_string(dev.cc_major) + "." +
                         std::to_string(dev.cc_minor) + ")");
-    if (p.r > kMaxRadius) return Status::no("radius > " + std::to_string(kMaxRadius) + " (the FMA kernels win long before)");
+    if (p.r > kMaxRadius)
+      return Status::no("radius > " + std::to_string(kMaxRadius) + " (the spectral kernels are faster from r = 5)");
     const Patch t = patch(p, c);
-    if (t.ww() % 4 != 0) return Status::no("pw + 2r must be a multiple of 4 (window values by compile-time offsets)");
-    if (t.n() % 8 != 0 || t.n() > 32) return Status::no("pw * ph must be 8, 16, 24 or 32 (the MMA's N)");
-    if (t.k() % 8 != 0) return Status::no("the window (pw + 2r)(ph + 2r) must be a multiple of 8 (k8 steps)");
+    if (t.ww() % 4 != 0)
+      return Status::no("pw + 2r = " + std::to_string(t.ww()) +
+                        " must be a multiple of 4 (pw 2 or 6 for odd r, 4 or 8 for even r)");
+    if (t.n() % 8 != 0 || t.n() > 32)
+      return Status::no("pw * ph = " + std::to_string(t.n()) + " must be 8, 16, 24 or 32 (the MMA's N)");
+    const int64_t blocks = cfg_int(c, "min_blocks"), smem = smem_bytes(p, c);
+    if (dev.max_smem_per_sm > 0 && blocks * smem > dev.max_smem_per_sm)
+      return Status::no("min_blocks = " + std::to_string(blocks) + ": blocks of " + std::to_string(smem) +
+                        " B of shared memory do not fit " + std::to_string(blocks) + " to an SM's " +
+                        std::to_string(dev.max_smem_per_sm) + " B (the register cap would buy nothing)");
     return Status::yes();
   }
 };

@@ -5,9 +5,9 @@
 // rows gathered from the staged image into registers, B built once per block in shared memory.
 // fp32 accuracy by the 3xTF32 split: x = big + small, each product a_small*B_big + a_big*B_small +
 // a_big*B_big. The tensor core truncates as it accumulates, so the k8 steps are summed in chains of at most
-// CHAIN, each from a fresh accumulator, added in fp32.
+// kChain, each from a fresh accumulator, added in fp32.
 // Cost: the tensor core does 3K multiply-adds an output, against (2r + 1)^2 direct FMAs, and a wgmma takes
-// about 16-18 SM cycles whatever N up to 32 (measured: PERFORMANCE.md), so this wins only where its rate
+// about 15-18 SM cycles whatever N up to 32 (measured: PERFORMANCE.md), so this wins only where its rate
 // beats the FMA pipe's.
 // Layout: warp w of a warpgroup owns patch rows 2w and 2w + 1 (its A rows 0-7 and 8-15), 8 patches across.
 // A thread (lane = 4g + q) loads A[g][8c + q] and A[g][8c + q + 4] of chunk c, and the same of the patch
@@ -16,18 +16,18 @@
 // Blocks: WGS warpgroups side by side (8 * PW * WGS output columns, 8 * PH rows), the tile staged with its
 // halo by cp.async, double-buffered over the tiles a block walks down its strip (B is built once a block).
 // The walk's length follows from gridDim.y, so it is a launch choice, not a recompile.
-// Compile-time: RADIUS, PW, PH, WGS, BATCH, MIN_BLOCKS (the launch bound: blocks an SM), CHAIN.
+// Compile-time: RADIUS, PW, PH, WGS, BATCH, MIN_BLOCKS (the launch bound: blocks an SM).
 #include "async_copy.cuh"
 #include "wgmma_tf32.cuh"
 
-#ifndef CHAIN
-#define CHAIN 24
-#endif
 constexpr int kR = RADIUS, kFW = 2 * RADIUS + 1;
 constexpr int kN = PW * PH;
 constexpr int kWW = PW + 2 * RADIUS, kWH = PH + 2 * RADIUS, kK = kWW * kWH;
 constexpr int kChunks = kK / 8;
-constexpr int kParts = (kChunks + CHAIN - 1) / CHAIN;
+// k8 steps a fresh accumulator sums: the tensor core truncates as it accumulates (chains of 24 gave rel_l2
+// 1.4e-6 at r = 6, chains of 64 2.0e-6; the fp32 tolerance is 1e-5).
+constexpr int kChain = 24;
+constexpr int kParts = (kChunks + kChain - 1) / kChain;
 constexpr int kKTiles = (kK + 31) / 32;
 constexpr int kTileBytes = kN * 128;  // one N x 32 tf32 tile
 constexpr int kBBytes = 2 * kKTiles * kTileBytes;
@@ -79,10 +79,10 @@ __device__ __forceinline__ void stage(float* buf, const float* __restrict__ in, 
   cp_async_commit();
 }
 
-// Value 4t + q of this thread's window (h = 0) or of the window PH rows below (h = 1): with WW a multiple of
-// 4, its offset from the thread's base is a compile-time constant once the loops are unrolled.
-__device__ __forceinline__ float window_value(const float* base, int t, int h) {
-  return base[(h * PH + 4 * t / kWW) * kPitch + 4 * t % kWW];
+// Value 4t + q of this thread's window (lower = 0) or of the window PH rows below (lower = 1): with WW a
+// multiple of 4, its offset from the thread's base is a compile-time constant once the loops are unrolled.
+__device__ __forceinline__ float window_value(const float* base, int t, int lower) {
+  return base[(lower * PH + 4 * t / kWW) * kPitch + 4 * t % kWW];
 }
 
 // Chunk c's A fragment (rows g and g + 8, k = 8c + q and 8c + q + 4), split into tf32 big (truncated) and small.
@@ -99,7 +99,7 @@ __device__ __forceinline__ void load_chunk(const float* base, int c, unsigned (&
 __device__ __forceinline__ void multiply_chunk(float (&d)[kN / 2], const unsigned (&big)[4], const unsigned (&small)[4],
                                                unsigned long long b_big, unsigned long long b_small, int c) {
   const unsigned long long step = (c / 4) * (kTileBytes >> 4) + 2 * (c % 4);
-  if (c % CHAIN == 0)  // a chain's first step starts a fresh accumulator
+  if (c % kChain == 0)  // a chain's first step starts a fresh accumulator
     wg::Mma<kN, 0>::run(d, small, b_big + step);
   else
     wg::Mma<kN, 1>::run(d, small, b_big + step);
@@ -107,38 +107,23 @@ __device__ __forceinline__ void multiply_chunk(float (&d)[kN / 2], const unsigne
   wg::Mma<kN, 1>::run(d, big, b_big + step);
 }
 
-// The warpgroup's 64 patches: batches of BATCH chunks, each gathered and split while the batch before it
-// multiplies; then the sums are stored.
-__device__ __forceinline__ void patch_group(const float* base, unsigned long long b_big, unsigned long long b_small,
-                                            float* __restrict__ out, int y, int x, int h, int w, bool vec2, int q) {
-  float d[kParts][kN / 2];
-#pragma unroll
-  for (int c0 = 0; c0 < kChunks; c0 += BATCH) {
-    unsigned big[BATCH][4], small[BATCH][4];
-#pragma unroll
-    for (int i = 0; i < BATCH; ++i)
-      if (c0 + i < kChunks) load_chunk(base, c0 + i, big[i], small[i]);
-    wg::fence();
-#pragma unroll
-    for (int i = 0; i < BATCH; ++i)
-      if (c0 + i < kChunks) multiply_chunk(d[(c0 + i) / CHAIN], big[i], small[i], b_big, b_small, c0 + i);
-    wg::commit();
-    wg::wait<1>();
-  }
-  wg::wait<0>();
+// Accumulator element 4j + 2l + e of each chain is output n = 8j + 2q + e of the patch (lower = l), at row
+// y + l PH + n / PW and column x + n % PW: n is even and PW is even, so e = 0, 1 are neighbours in a row.
+__device__ __forceinline__ void store_sums(const float (&d)[kParts][kN / 2], float* __restrict__ out, int y, int x,
+                                           int h, int w, bool vec2, int q) {
 #pragma unroll
   for (int j = 0; j < kN / 8; ++j)
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
+    for (int lower = 0; lower < 2; ++lower) {
       float s[2];
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        s[e] = d[0][4 * j + 2 * hh + e];
+        s[e] = d[0][4 * j + 2 * lower + e];
 #pragma unroll
-        for (int p = 1; p < kParts; ++p) s[e] += d[p][4 * j + 2 * hh + e];
+        for (int p = 1; p < kParts; ++p) s[e] += d[p][4 * j + 2 * lower + e];
       }
-      const int n = 8 * j + 2 * q;  // even, and PW is even: outputs n, n + 1 are neighbours in a row
-      const int oy = y + hh * PH + n / PW, ox = x + n % PW;
+      const int n = 8 * j + 2 * q;
+      const int oy = y + lower * PH + n / PW, ox = x + n % PW;
       if (oy >= h) continue;
       float* o = out + (long long)oy * w + ox;
       if (vec2 && ox + 1 < w) {
@@ -148,6 +133,26 @@ __device__ __forceinline__ void patch_group(const float* base, unsigned long lon
         if (ox + 1 < w) o[1] = s[1];
       }
     }
+}
+
+// The warpgroup's 64 patches, into d: batches of BATCH k8 steps, each gathered and split while the batch
+// before it multiplies.
+__device__ __forceinline__ void multiply_patches(const float* base, unsigned long long b_big,
+                                                 unsigned long long b_small, float (&d)[kParts][kN / 2]) {
+#pragma unroll
+  for (int c0 = 0; c0 < kChunks; c0 += BATCH) {
+    unsigned big[BATCH][4], small[BATCH][4];
+#pragma unroll
+    for (int i = 0; i < BATCH; ++i)
+      if (c0 + i < kChunks) load_chunk(base, c0 + i, big[i], small[i]);
+    wg::fence();
+#pragma unroll
+    for (int i = 0; i < BATCH; ++i)
+      if (c0 + i < kChunks) multiply_chunk(d[(c0 + i) / kChain], big[i], small[i], b_big, b_small, c0 + i);
+    wg::commit();
+    wg::wait<1>();
+  }
+  wg::wait<0>();
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
@@ -169,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
   const unsigned long long b_big = wg::tile_descriptor(shared_address(smem));
   const unsigned long long b_small = wg::tile_descriptor(shared_address(smem + kKTiles * kTileBytes));
   // This thread's window start (patch g, its warp's first patch row) in a staged tile, and its first output.
-  const int col = kSkew + wgi * 8 * PW + g * PW + q;
+  const int row = 2 * warp * PH, col = kSkew + wgi * 8 * PW + g * PW + q;
   const int x = tx + wgi * 8 * PW + g * PW;
   for (int s = 0; s < steps; ++s) {
     const float* buf = bufs + (s % 2) * kStageFloats;
@@ -177,8 +182,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
     else cp_async_commit();  // an empty group keeps the count
     cp_async_wait<1>();
     __syncthreads();  // tile s (and, on the first step, B) visible to every warp
-    const int row = 2 * warp * PH;
-    patch_group(buf + row * kPitch + col, b_big, b_small, out, ty_first + s * kTY + row, x, h, w, vec2, q);
+    float d[kParts][kN / 2];
+    multiply_patches(buf + row * kPitch + col, b_big, b_small, d);
+    store_sums(d, out, ty_first + s * kTY + row, x, h, w, vec2, q);
     __syncthreads();  // every warp is done with tile s before step s + 1 stages s + 2 into its buffer
   }
 }

@@ -6,10 +6,8 @@
 // SMEM_BYTES, BIAS and RELU (forward), SPLITS (backward-filter).
 #pragma once
 #include "layer_implicit_gemm_gather.cuh"
+#include "wgmma_tf32.cuh"
 
-#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "wgmma needs the arch-specific target sm_90a"
-#endif
 #ifndef BIAS
 #define BIAS 0
 #endif
@@ -74,18 +72,10 @@ constexpr int kCInner = PASS == 0 ? C : K;  // the channel extent of a filter ta
 static_assert(BN == 64 || BN == 128, "BN is 64 or 128");
 static_assert(double(kNTiles) * kKTiles * kBBlockFloats <= 2147483647.0, "split filter past 32-bit offsets");
 
-// Byte offset of element (n, k) in a BN x 32 tf32 tile, K-major, 128-byte swizzle: the 16-byte chunk k/4
-// of row n is XORed with n % 8 (the tile must start on a 1024-byte boundary).
-__device__ __forceinline__ unsigned swizzled_offset(int n, int k) {
-  return n * 128 + ((((k >> 2) ^ (n & 7)) & 7) << 4) + (k & 3) * 4;
-}
-// The shared-memory matrix descriptor of such a tile: start address, leading offset 1 (unused when
-// swizzled), stride 1024 B between 8-row groups, 128-byte swizzle.
-__device__ __forceinline__ unsigned long long tile_descriptor(unsigned saddr) {
-  return (unsigned long long)((saddr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-}
-// fp32 -> tf32 rounded to nearest (the low 13 bits cleared), as a bit pattern.
-__device__ __forceinline__ unsigned round_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+// The swizzled tile layout, its descriptor and the tf32 split are harness/kernels/wgmma_tf32.cuh's.
+using wg::round_tf32;
+using wg::swizzled_offset;
+using wg::tile_descriptor;
 
 // d (+)= a * B: m64 x BN x k8, A from registers, B from the tile the descriptor names; ACCUMULATE 0 ignores d.
 // The accumulator is BN/2 registers a thread (the asm needs each one named).
