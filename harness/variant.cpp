@@ -6,6 +6,12 @@
 
 namespace convtune {
 
+Status wgmma_supported(const DeviceInfo& dev) {
+  if (dev.cc_major == 9 && dev.cc_minor == 0) return Status::yes();
+  return Status::no("wgmma needs compute capability 9.0 (this device is " + std::to_string(dev.cc_major) + "." +
+                    std::to_string(dev.cc_minor) + ")");
+}
+
 json Cost::to_json() const {
   return {{"flops", flops}, {"flops_variant", flops_variant}, {"bytes_min", bytes_min}, {"bytes_model", bytes_model}};
 }

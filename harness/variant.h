@@ -28,6 +28,10 @@ struct Status {
   explicit operator bool() const { return ok; }
 };
 
+// Kernels on Hopper's warpgroup MMA (wgmma, the arch-specific target sm_90a) run on compute capability 9.0
+// only: yes there, else the reason, naming this device's.
+Status wgmma_supported(const DeviceInfo& dev);
+
 struct Cost {
   double flops = 0;          // direct-equivalent: 2 * taps * outputs
   double flops_variant = 0;  // what this variant actually computes (differs for FFT, im2col...)

@@ -76,9 +76,7 @@ class Conv2dWgmmaToeplitz : public JitConv2dVariant {
     return {dim3(columns, ceil_div(tiles_y, walk)), dim3(128 * cfg_int(c, "warpgroups")), int(smem_bytes(p, c))};
   }
   Status constraints(const Conv2d& p, const Config& c, const DeviceInfo& dev) const override {
-    if (dev.cc_major != 9 || dev.cc_minor != 0)
-      return Status::no("wgmma needs compute capability 9.0 (this device is " + std::to_string(dev.cc_major) + "." +
-                        std::to_string(dev.cc_minor) + ")");
+    if (const Status hopper = wgmma_supported(dev); !hopper) return hopper;
     if (p.r > kMaxRadius)
       return Status::no("radius > " + std::to_string(kMaxRadius) + " (the spectral kernels are faster from r = 5)");
     const Patch t = patch(p, c);

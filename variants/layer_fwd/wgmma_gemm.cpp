@@ -97,9 +97,7 @@ ParamSpace WgmmaGemmVariant::space(const Problem& p, const DeviceInfo& dev) cons
 }
 
 Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const DeviceInfo& dev) const {
-  if (dev.cc_major != 9 || dev.cc_minor != 0)
-    return Status::no("wgmma needs compute capability 9.0 (this device is " + std::to_string(dev.cc_major) + "." +
-                      std::to_string(dev.cc_minor) + ")");
+  if (const Status hopper = wgmma_supported(dev); !hopper) return hopper;
   const std::string math = config_math(c);
   if (math != kMath3xTf32 && math != kMathTf32) return Status::no("math must be 3xtf32 or tf32");
   const int wgs = cfg_value(c, "warpgroups"), stages = cfg_value(c, "stages");

@@ -114,7 +114,7 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
     // ahead of the wait).
     if (kt + STAGES - 1 < kKTiles) load_tile(kt + STAGES - 1);
     cp_async_commit();
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    wg::wait<0>();
 #pragma unroll
     for (int e = 0; e < kAcc; ++e) sum[e] += part[e];
   }

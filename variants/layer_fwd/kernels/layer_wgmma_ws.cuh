@@ -320,7 +320,7 @@ __device__ __forceinline__ void consumer(const float* __restrict__ bias, float* 
   // order ptxas 13.0 puts the arrive right after the WARPGROUP.DEPBAR; with the arrive first in the source
   // it sank it below the split, ~80 instructions later.
   auto drain_release = [&](int st) {
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    wg::wait<0>();
 #pragma unroll
     for (int e = 0; e < kAcc; ++e) asm volatile("" : "+f"(part[e])::"memory");  // no read of part before the wait
 #pragma unroll
