@@ -9,6 +9,7 @@
 #include "harness/family.h"
 #include "harness/records.h"
 #include "harness/runner.h"
+#include "harness/select.h"
 
 using namespace convtune;
 
@@ -135,6 +136,30 @@ TEST(GpuVariants, AWrongKernelIsCaught) {
   e = compare_to_reference(out.get(), ref.get(), ops[2].elements, nullptr);
   EXPECT_EQ(e.nonfinite, 0u);
   EXPECT_LT(std::sqrt(e.sq_err / e.sq_ref), 1e-6);
+}
+
+// Tensor cores at fp32 accuracy take the 3xTF32 split; with one TF32 product the same kernel is plain TF32
+// (about 1e-3 relative error here), which the fp32 check must catch: recorded wrong_result, never chosen.
+TEST(GpuVariants, PlainTf32OnTensorCoresIsCaughtAndNeverChosen) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
+  const DeviceInfo dev = DeviceInfo::query(0);
+  if (const Status hopper = wgmma_supported(dev); !hopper) GTEST_SKIP() << hopper.reason;
+  JitCache jit(JitCache::default_dir(), dev.arch());
+  Runner runner(dev, Ceilings{}, quick(), jit, 2026);
+  const Variant& v = Registry::instance().get("conv2d.wgmma_toeplitz");
+  const Problem p = conv2d(203, 301, 4);
+  Config c = {{"pw", 4}, {"ph", 8}, {"warpgroups", 1}, {"batch", 1}, {"min_blocks", 2}};
+  const json split = runner.run(v, p, c);
+  c["tf32_terms"] = 1;
+  const json plain = runner.run(v, p, c);
+  ASSERT_EQ(split["status"], status::ok) << split.dump().substr(0, 600);
+  ASSERT_EQ(plain["status"], status::wrong_result) << plain.dump().substr(0, 600);
+  EXPECT_EQ(plain["error"]["nonfinite"], 0u);  // every output written: wrong by rounding, not by omission
+  EXPECT_GT(plain["error"]["rel_l2"].get<double>(), 10 * plain["error"]["tolerance"]["rel_l2"].get<double>());
+  EXPECT_LT(split["error"]["rel_l2"].get<double>(), split["error"]["tolerance"]["rel_l2"].get<double>());
+  const auto choices = select_best({plain, split});
+  ASSERT_EQ(choices.size(), 1u);
+  EXPECT_EQ(choices[0].best["candidate"], split["candidate"]);
 }
 
 // The Winograd variants beyond the families' test shapes: both output blocks (2 and 4: blocks reaching past
