@@ -157,6 +157,8 @@ TEST(GpuVariants, PlainTf32OnTensorCoresIsCaughtAndNeverChosen) {
   EXPECT_EQ(plain["error"]["nonfinite"], 0u);  // every output written: wrong by rounding, not by omission
   EXPECT_GT(plain["error"]["rel_l2"].get<double>(), 10 * plain["error"]["tolerance"]["rel_l2"].get<double>());
   EXPECT_LT(split["error"]["rel_l2"].get<double>(), split["error"]["tolerance"]["rel_l2"].get<double>());
+  std::printf("rel_l2: plain TF32 %.2e, 3xTF32 %.2e (tolerance %.0e)\n", plain["error"]["rel_l2"].get<double>(),
+              split["error"]["rel_l2"].get<double>(), split["error"]["tolerance"]["rel_l2"].get<double>());
   const auto choices = select_best({plain, split});
   ASSERT_EQ(choices.size(), 1u);
   EXPECT_EQ(choices[0].best["candidate"], split["candidate"]);
