@@ -32,6 +32,13 @@ struct Status {
 // only: yes there, else the reason, naming this device's.
 Status wgmma_supported(const DeviceInfo& dev);
 
+// Math of a variant's "math" config key. "fp32": FMA on fp32 values. "3xtf32": tensor cores on the split
+// a = a_big + a_small (three TF32 products), allowed under strict fp32 because the reference check holds it
+// to the strict tolerance. "tf32": one TF32 product, which only a problem that allows it may choose.
+inline constexpr const char* kMathFp32 = "fp32";
+inline constexpr const char* kMath3xTf32 = "3xtf32";
+inline constexpr const char* kMathTf32 = "tf32";
+
 struct Cost {
   double flops = 0;          // direct-equivalent: 2 * taps * outputs
   double flops_variant = 0;  // what this variant actually computes (differs for FFT, im2col...)

@@ -164,12 +164,13 @@ TEST(Variants, WgmmaToeplitzSaysWhyItCannotRunAndCountsItsWork) {
   EXPECT_NE(v.can_implement(conv2d(8192, 8192, 4), four, dev).reason.find("min_blocks = 4"), std::string::npos);
   // Plain TF32 (one product) only where a config asks for it: the GPU tests' wrong_result case.
   Config plain = c;
-  plain["tf32_terms"] = 1;
+  plain["math"] = "tf32";
   EXPECT_TRUE(v.can_implement(conv2d(64, 64, 4), plain, dev).ok);
-  EXPECT_NE(v.programs(conv2d(64, 64, 4), plain).front().describe().find("TF32_TERMS=1"), std::string::npos);
-  EXPECT_NE(v.programs(conv2d(64, 64, 4), c).front().describe().find("TF32_TERMS=3"), std::string::npos);
-  plain["tf32_terms"] = 2;
-  EXPECT_NE(v.can_implement(conv2d(64, 64, 4), plain, dev).reason.find("tf32_terms must be 3"), std::string::npos);
+  EXPECT_NE(v.programs(conv2d(64, 64, 4), plain).front().describe().find("MATH=2"), std::string::npos);
+  EXPECT_NE(v.programs(conv2d(64, 64, 4), c).front().describe().find("MATH=1"), std::string::npos);
+  plain["math"] = "fp32";
+  EXPECT_NE(v.can_implement(conv2d(64, 64, 4), plain, dev).reason.find("math must be 3xtf32 or tf32"),
+            std::string::npos);
   // 1024 x 1024, r = 4, 4 x 8 patches: K = 12 x 16 = 192 window values, 3K tensor multiply-adds an output;
   // tiles of 64 x 64 outputs stage 72 rows of 72 floats (r = 4: the halo is whole float4s).
   const Cost cost = v.cost(conv2d(1024, 1024, 4), c);

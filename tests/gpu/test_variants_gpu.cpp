@@ -150,7 +150,7 @@ TEST(GpuVariants, PlainTf32OnTensorCoresIsCaughtAndNeverChosen) {
   const Problem p = conv2d(203, 301, 4);
   Config c = {{"pw", 4}, {"ph", 8}, {"warpgroups", 1}, {"batch", 1}, {"min_blocks", 2}};
   const json split = runner.run(v, p, c);
-  c["tf32_terms"] = 1;
+  c["math"] = kMathTf32;
   const json plain = runner.run(v, p, c);
   ASSERT_EQ(split["status"], status::ok) << split.dump().substr(0, 600);
   ASSERT_EQ(plain["status"], status::wrong_result) << plain.dump().substr(0, 600);

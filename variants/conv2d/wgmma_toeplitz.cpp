@@ -51,9 +51,9 @@ class Conv2dWgmmaToeplitz : public JitConv2dVariant {
  protected:
   std::string source() const override { return "conv2d_wgmma_toeplitz.cuh"; }
   bool constant_filter() const override { return false; }
-  // Products of the tf32 split: 3, or 1 where a config says so. 1 is never in the space: it is plain TF32,
-  // which fails the fp32 check, and the GPU tests run it to show that such a candidate is caught.
-  static int tf32_terms(const Config& c) { return c.contains("tf32_terms") ? cfg_int(c, "tf32_terms") : 3; }
+  // The math: 3xtf32, or tf32 where a config says so. "math" is never in the space: plain TF32 fails the fp32
+  // check, and the GPU tests run it to show that such a candidate is caught.
+  static std::string math(const Config& c) { return c.contains("math") ? c.at("math").get<std::string>() : kMath3xTf32; }
   static Patch patch(const Conv2d& p, const Config& c) { return {cfg_int(c, "pw"), cfg_int(c, "ph"), p.r}; }
   static int64_t tile_x(const Config& c) { return 8 * int64_t(cfg_int(c, "pw")) * cfg_int(c, "warpgroups"); }
   static int64_t tile_y(const Config& c) { return 8 * int64_t(cfg_int(c, "ph")); }
@@ -71,7 +71,7 @@ class Conv2dWgmmaToeplitz : public JitConv2dVariant {
   std::vector<std::string> defines(const Conv2d&, const Config& c) const override {
     return {define("PW", cfg_int(c, "pw")), define("PH", cfg_int(c, "ph")), define("WGS", cfg_int(c, "warpgroups")),
             define("BATCH", cfg_int(c, "batch")), define("MIN_BLOCKS", cfg_int(c, "min_blocks")),
-            define("TF32_TERMS", tf32_terms(c))};
+            define("MATH", math(c) == kMath3xTf32 ? 1 : 2)};
   }
   // Walks of equal length down each column strip, about kTargetBlocks blocks in all.
   LaunchShape launch_shape(const Conv2d& p, const Config& c) const override {
@@ -83,7 +83,8 @@ class Conv2dWgmmaToeplitz : public JitConv2dVariant {
     if (const Status hopper = wgmma_supported(dev); !hopper) return hopper;
     if (p.r > kMaxRadius)
       return Status::no("radius > " + std::to_string(kMaxRadius) + " (the spectral kernels are faster from r = 5)");
-    if (tf32_terms(c) != 3 && tf32_terms(c) != 1) return Status::no("tf32_terms must be 3 (the split) or 1");
+    if (math(c) != kMath3xTf32 && math(c) != kMathTf32)
+      return Status::no("math must be " + std::string(kMath3xTf32) + " or " + kMathTf32);
     const Patch t = patch(p, c);
     if (t.ww() % 4 != 0)
       return Status::no("pw + 2r = " + std::to_string(t.ww()) +

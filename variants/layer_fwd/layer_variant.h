@@ -14,12 +14,8 @@
 namespace convtune {
 
 // ---- math -------------------------------------------------------------------------------------------
-// "fp32": FMA on fp32 values. "3xtf32": tensor cores on the split a = a_big + a_small (three TF32
-// products), allowed under strict fp32 because the reference check holds it to the strict tolerance.
-// "tf32": one TF32 product, only when the problem allows it (precision = 1).
-inline constexpr const char* kMathFp32 = "fp32";
-inline constexpr const char* kMath3xTf32 = "3xtf32";
-inline constexpr const char* kMathTf32 = "tf32";
+// The names kMathFp32, kMath3xTf32 and kMathTf32 are harness/variant.h's. A layer allows "tf32" only when
+// the problem does (precision = 1).
 
 bool tf32_allowed(const Problem& p);  // precision == 1 (pooling has no precision: false)
 // A math name is allowed for this problem; the reason names the precision rule otherwise.

@@ -16,9 +16,9 @@
 // Blocks: WGS warpgroups side by side (8 * PW * WGS output columns, 8 * PH rows), the tile staged with its
 // halo by cp.async, double-buffered over the tiles a block walks down its strip (B is built once a block).
 // The walk's length follows from gridDim.y, so it is a launch choice, not a recompile.
-// Compile-time: RADIUS, PW, PH, WGS, BATCH, MIN_BLOCKS (the launch bound: blocks an SM), and TF32_TERMS: 3
-// (the split) or 1 (a_big * B_big alone: plain TF32, which fails the fp32 check; the GPU tests use it to show
-// that such a candidate is caught).
+// Compile-time: RADIUS, PW, PH, WGS, BATCH, MIN_BLOCKS (the launch bound: blocks an SM), and MATH as the layer
+// kernels have it: 1 the split, 2 a_big * B_big alone (plain TF32, which fails the fp32 check; the GPU tests
+// use it to show that such a candidate is caught).
 #include "async_copy.cuh"
 #include "wgmma_tf32.cuh"
 
@@ -101,12 +101,12 @@ __device__ __forceinline__ void load_chunk(const float* base, int c, unsigned (&
 __device__ __forceinline__ void multiply_chunk(float (&d)[kN / 2], const unsigned (&big)[4], const unsigned (&small)[4],
                                                unsigned long long b_big, unsigned long long b_small, int c) {
   const unsigned long long step = (c / 4) * (kTileBytes >> 4) + 2 * (c % 4);
-  const unsigned(&first)[4] = TF32_TERMS == 3 ? small : big;
+  const unsigned(&first)[4] = MATH == 1 ? small : big;
   if (c % kChain == 0)  // a chain's first step starts a fresh accumulator
     wg::Mma<kN, 0>::run(d, first, b_big + step);
   else
     wg::Mma<kN, 1>::run(d, first, b_big + step);
-  if (TF32_TERMS == 3) {
+  if (MATH == 1) {
     wg::Mma<kN, 1>::run(d, big, b_small + step);
     wg::Mma<kN, 1>::run(d, big, b_big + step);
   }
