@@ -42,6 +42,32 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
 }
 
+// Copies rows x cols floats of a row-major h x w image, from row y0 and column x0, into shared memory: image
+// row y0 + i goes to row_dst(i), zeros outside the image. 16-byte copies where `vec` (x0 and cols multiples of
+// 4, the image's rows whole float4s and aligned), else 4-byte ones. Threads tid of `threads` share the work;
+// the caller commits the group.
+template <int BYTES, typename RowDst>
+__device__ __forceinline__ void cp_async_image_rows_by(RowDst row_dst, const float* __restrict__ in, int y0, int x0,
+                                                       int rows, int cols, int h, int w, int tid, int threads) {
+  constexpr int kStep = BYTES / 4;
+  const int per_row = cols / kStep;
+  for (int e = tid; e < rows * per_row; e += threads) {
+    const int i = e / per_row, c = kStep * (e - i * per_row);
+    const int y = y0 + i, x = x0 + c;
+    const bool valid = y >= 0 && y < h && x >= 0 && x < w;
+    cp_async<BYTES>(row_dst(i) + c, valid ? in + (long long)y * w + x : in, valid);
+  }
+}
+template <typename RowDst>
+__device__ __forceinline__ void cp_async_image_rows(RowDst row_dst, const float* __restrict__ in, int y0, int x0,
+                                                    int rows, int cols, int h, int w, bool vec, int tid,
+                                                    int threads) {
+  if (vec)
+    cp_async_image_rows_by<16>(row_dst, in, y0, x0, rows, cols, h, w, tid, threads);
+  else
+    cp_async_image_rows_by<4>(row_dst, in, y0, x0, rows, cols, h, w, tid, threads);
+}
+
 // ---- mbarriers by shared address (sm_90): what the bulk helpers below and warp-specialized kernels use ----
 // An mbarrier whose phase completes after `count` arrivals (and the transactions expected of it).
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {

@@ -54,23 +54,8 @@ __device__ __forceinline__ void stage_rows(const Strip& s, int t0, int count, in
       bulk_copy(s.ring + t % RING * PITCH + s.lo, s.in + (long long)(s.ybase + t) * s.w + s.xa + s.lo, bytes, bar);
     return;
   }
-  if (s.vec) {
-    for (int idx = tid; idx < count * VEC_COLS; idx += THREADS) {
-      const int k = idx / VEC_COLS;
-      const int col = idx - k * VEC_COLS;
-      const int y = s.ybase + t0 + k, x = s.xa + 4 * col;
-      const bool valid = y >= 0 && y < s.h && x >= 0 && x < s.w;
-      cp_async<16>(s.ring + (t0 + k) % RING * PITCH + 4 * col, valid ? s.in + (long long)y * s.w + x : s.in, valid);
-    }
-  } else {
-    for (int idx = tid; idx < count * PITCH; idx += THREADS) {
-      const int k = idx / PITCH;
-      const int col = idx - k * PITCH;
-      const int y = s.ybase + t0 + k, x = s.xa + col;
-      const bool valid = y >= 0 && y < s.h && x >= 0 && x < s.w;
-      cp_async<4>(s.ring + (t0 + k) % RING * PITCH + col, valid ? s.in + (long long)y * s.w + x : s.in, valid);
-    }
-  }
+  cp_async_image_rows([&](int k) { return s.ring + (t0 + k) % RING * PITCH; }, s.in, s.ybase + t0, s.xa, count, PITCH,
+                      s.h, s.w, s.vec, tid, THREADS);
   cp_async_commit();
 }
 

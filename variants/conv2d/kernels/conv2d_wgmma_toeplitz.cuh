@@ -62,22 +62,8 @@ __device__ __forceinline__ void build_b(const float* __restrict__ filter, unsign
 // zeros outside the image.
 __device__ __forceinline__ void stage(float* buf, const float* __restrict__ in, int ty, int tx, int h, int w, bool vec,
                                       int tid) {
-  const int y0 = ty - kR, x0 = tx - kLead;
-  if (vec) {
-    for (int e = tid; e < kRows * (kPitch / 4); e += kThreads) {
-      const int i = e / (kPitch / 4), c = 4 * (e % (kPitch / 4));
-      const int y = y0 + i, x = x0 + c;
-      const bool valid = y >= 0 && y < h && x >= 0 && x < w;
-      cp_async<16>(buf + i * kPitch + c, valid ? in + (long long)y * w + x : in, valid);
-    }
-  } else {
-    for (int e = tid; e < kRows * kPitch; e += kThreads) {
-      const int i = e / kPitch, c = e % kPitch;
-      const int y = y0 + i, x = x0 + c;
-      const bool valid = y >= 0 && y < h && x >= 0 && x < w;
-      cp_async<4>(buf + i * kPitch + c, valid ? in + (long long)y * w + x : in, valid);
-    }
-  }
+  cp_async_image_rows([&](int i) { return buf + i * kPitch; }, in, ty - kR, tx - kLead, kRows, kPitch, h, w, vec, tid,
+                      kThreads);
   cp_async_commit();
 }
 
