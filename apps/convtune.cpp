@@ -15,6 +15,7 @@
 
 #include "harness/device.h"
 #include "harness/dispatch.h"
+#include "harness/cross_validate.h"
 #include "harness/dispatch_check.h"
 #include "harness/error.h"
 #include "harness/family.h"
@@ -281,6 +282,8 @@ int cmd_best(const std::string& folder, bool as_json) {
 // The table's choice on every problem of a run (typically shapes outside the table's grid) against the run's best.
 int cmd_check_dispatch(const std::string& table, const std::string& run, bool as_json) {
   namespace fs = std::filesystem;
+  if (table.empty() || run.empty())
+    throw InputError("check-dispatch: give a table and a run (check-dispatch <table> <run>), or --cross-validate <run>...");
   const fs::path table_path = fs::is_directory(table) ? fs::path(table) / "dispatch.json" : fs::path(table);
   if (!fs::exists(table_path)) throw InputError("check-dispatch: no dispatch table at " + table_path.string());
   if (!records_file_exists(fs::path(run) / "records.jsonl"))
@@ -290,6 +293,27 @@ int cmd_check_dispatch(const std::string& table, const std::string& run, bool as
                                     read_records(fs::path(run) / "records.jsonl").records);
   if (as_json) std::cout << check.dump(2) << "\n";
   else std::cout << format_dispatch_check(check);
+  return 0;
+}
+
+// Each problem of the runs judged by a table made without it (harness/cross_validate.h).
+int cmd_cross_validate(const std::vector<std::string>& runs, int folds, const std::string& stray, bool as_json) {
+  if (!stray.empty())
+    throw InputError("check-dispatch --cross-validate: " + stray + " given beside it; allowed: run folders after "
+                     "--cross-validate alone");
+  json summary;
+  std::vector<json> records;
+  for (const auto& run : runs) {
+    const RunTable t = read_run(run);
+    if (summary.is_null()) summary = t.summary;
+    else if (device_field(t.summary, "name") != device_field(summary, "name"))
+      throw InputError("check-dispatch --cross-validate " + run + ": device.name is '" + device_field(t.summary, "name") +
+                       "'; allowed: '" + device_field(summary, "name") + "', the GPU model of " + runs[0]);
+    records.insert(records.end(), t.records.begin(), t.records.end());
+  }
+  const json cv = cross_validate(summary, records, folds);
+  if (as_json) std::cout << cv.dump(2) << "\n";
+  else std::cout << format_cross_validation(cv);
   return 0;
 }
 
@@ -625,17 +649,29 @@ int main(int argc, char** argv) {
                                            "with several runs (one per GPU model) and -o, one fleet table");
   exp->add_option("runs", export_runs, "run folder(s)")->required();
   exp->add_option("-o,--output", export_out, "where a fleet table goes (several runs)");
-  std::vector<std::string> export_repeats;
+  std::vector<std::string> export_repeats, export_train;
+  exp->add_option("--train", export_train,
+                  "another run on the GPU model of a run given (other shapes): its records train that table's "
+                  "performance model too, not its entries (repeatable)")
+      ->allow_extra_args(false);
   exp->add_option("--repeat", export_repeats,
                   "another run on the GPU model of a run given (the spec measured again): that model's table "
                   "then takes each candidate's slowest run, so a choice is fast in every run (repeatable)")
       ->allow_extra_args(false);
 
   std::string check_table, check_run;
+  std::vector<std::string> cv_runs;
+  int cv_folds = 10;
   auto* check = app.add_subcommand("check-dispatch", "a dispatch table's choices on the problems of another run "
-                                                     "(shapes it never measured) against each problem's measured best");
-  check->add_option("table", check_table, "dispatch.json, or the run folder that holds it")->required();
-  check->add_option("run", check_run, "run folder, measured on the GPU model of the table")->required();
+                                                     "(shapes it never measured) against each problem's measured best; "
+                                                     "or --cross-validate runs of one GPU model");
+  check->add_option("table", check_table, "dispatch.json, or the run folder that holds it");
+  check->add_option("run", check_run, "run folder, measured on the GPU model of the table");
+  check->add_option("--cross-validate", cv_runs, "run folder(s) of one GPU model: each problem judged by a table "
+                                                 "made from the others (model, nearest rule, first-use tuning)")
+      ->allow_extra_args(false);
+  check->add_option("--folds", cv_folds, "folds of the cross-validation (per family; its problem count: leave one out)")
+      ->check(CLI::Range(2, 100000));
   check->add_flag("--json", as_json, "print JSON");
 
   std::string strategies;
@@ -687,13 +723,15 @@ int main(int argc, char** argv) {
       if (fleet && export_out.empty()) throw InputError("export: several runs make a fleet table: give -o <folder>");
       std::vector<std::filesystem::path> runs(export_runs.begin(), export_runs.end());
       const std::vector<std::filesystem::path> repeats(export_repeats.begin(), export_repeats.end());
-      if (fleet) export_fleet(runs, export_out, repeats);
-      else export_run(runs.front(), repeats);
+      const std::vector<std::filesystem::path> train(export_train.begin(), export_train.end());
+      if (fleet) export_fleet(runs, export_out, repeats, train);
+      else export_run(runs.front(), repeats, train);
       const std::filesystem::path where = fleet ? std::filesystem::path(export_out) : runs.front();
       std::cout << (where / "dispatch.json").string() << "\n" << (where / "convtune_dispatch.h").string() << "\n";
       if (!fleet) std::cout << (where / "t4.json").string() << " (every record in the T4 format)\n";
       return 0;
     }
+    if (*check && !cv_runs.empty()) return cmd_cross_validate(cv_runs, cv_folds, check_table, as_json);
     if (*check) return cmd_check_dispatch(check_table, check_run, as_json);
     if (*replay) return cmd_replay(folder, strategies, trials, budget, as_json);
     if (*profile) return cmd_profile(folder, worker_targets, psel, popt);

@@ -10,6 +10,9 @@ target_compile_definitions(convtune_runtime PRIVATE $<TARGET_PROPERTY:convtune_c
 # cudart is public (the header uses cudaStream_t); the rest are link-only for consumers.
 target_link_libraries(convtune_runtime PUBLIC CUDA::cudart
                       PRIVATE CUDA::nvrtc CUDA::cufft CUDA::cublas ${CUDNN_LIBRARY} nlohmann_json::nlohmann_json)
+if(XGBOOST_INCLUDE_DIR AND XGBOOST_LIBRARY)  # the core's export fits models (the runtime only reads them)
+  target_link_libraries(convtune_runtime PUBLIC ${XGBOOST_LIBRARY})
+endif()
 if(ZLIB_FOUND)  # the core's objects read packed run folders
   target_link_libraries(convtune_runtime PRIVATE ZLIB::ZLIB)
 endif()

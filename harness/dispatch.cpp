@@ -14,19 +14,13 @@
 #include "harness/family.h"
 #include "harness/records.h"
 #include "harness/select.h"
-#include "harness/sweep.h"
+#include "harness/jit.h"
+#include "harness/json_file.h"
+#include "harness/perf_model.h"
+#include "harness/variant.h"
 
 namespace convtune {
 namespace {
-
-// The header's Entry::dims and FamilyInfo::dims: room for the family with the most dims.
-size_t max_family_dims() {
-  size_t most = 1;
-  for (const Family* f : FamilyRegistry::instance().all()) most = std::max(most, f->dims().size());
-  return most;
-}
-constexpr size_t kMaxParams = 8;  // the header's Entry::params
-constexpr double kTieEps = 1e-9;  // distances closer than this are equal: the first entry wins
 
 // 6 significant digits, so that timing noise below that does not change the file's bytes.
 double round6(double x) {
@@ -41,8 +35,6 @@ json rounded(const json& j, const char* key) {
 
 double median_ms(const json& r) { return r.at("time").at("median_ms").get<double>(); }
 
-// log2(dim + 1): dims may be 0 (r, pad, mode), and for large dims it is log2(dim).
-double dim_distance(int64_t a, int64_t b) { return std::fabs(std::log2((double(a) + 1.0) / (double(b) + 1.0))); }
 
 std::string status_counts(const std::vector<json>& records) {
   std::map<std::string, int> n;
@@ -50,38 +42,6 @@ std::string status_counts(const std::vector<json>& records) {
   std::string out;
   for (const auto& [s, k] : n) out += (out.empty() ? "" : ", ") + s + " " + std::to_string(k);
   return out.empty() ? "no records" : out;
-}
-
-// The constraint dims the table was made with (so a hand-edited table is honoured), else the built-in ones.
-std::vector<std::string> constraints_of(const json& dispatch, const Family& f) {
-  const json c = dispatch.value("fallback", json::object()).value("constraints", json::object());
-  const std::string name = f.name();
-  return c.contains(name) ? c[name].get<std::vector<std::string>>() : f.constraint_dims();
-}
-
-// The dims an entry must equal, as the table says (absent in older tables: the family's own).
-std::vector<std::string> required_of(const json& dispatch, const Family& f) {
-  const json r = dispatch.value("fallback", json::object()).value("required", json::object());
-  return r.contains(f.name()) ? r[f.name()].get<std::vector<std::string>>() : f.required_dims();
-}
-
-bool listed(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-// An entry's dims in the family's schema order.
-std::vector<int64_t> entry_dims(const json& entry, const Family& f) {
-  const json& q = entry.at("problem");
-  std::vector<int64_t> out;
-  for (const auto& d : f.dims()) {
-    if (q.contains(d.name) && q[d.name].is_number_integer())
-      out.push_back(q[d.name].get<int64_t>());
-    else if (d.has_default)
-      out.push_back(d.default_value);
-    else
-      throw InputError("dispatch entry " + entry.value("problem_key", q.dump()) + ": problem lacks dim '" + d.name + "'");
-  }
-  return out;
 }
 
 std::string c_string(const std::string& s) {
@@ -105,30 +65,6 @@ std::string c_double(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", x);
   return buf;
-}
-
-// One Entry initializer: {family, {dims}, variant, {params}, param_count, median_ms, candidate}.
-std::string c_entry(const std::string& family, const std::vector<int64_t>& dims, const json& e, double median) {
-  std::string out = "{" + c_string(family) + ", {";
-  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
-  out += "}, " + c_string(e.at("variant").get<std::string>()) + ", {";
-  const json& cfg = e.at("config");
-  if (cfg.size() > kMaxParams)
-    throw InputError(e.value("candidate", "?") + ": more than " + std::to_string(kMaxParams) + " parameters");
-  bool first = true;
-  for (const auto& [k, v] : cfg.items()) {  // sorted by name
-    out += std::string(first ? "" : ", ") + "{" + c_string(k) + ", ";
-    if (v.is_number_integer() || v.is_boolean())
-      out += std::to_string(v.is_boolean() ? int64_t(v.get<bool>()) : v.get<int64_t>()) + ", nullptr}";
-    else if (v.is_string())
-      out += "0, " + c_string(v.get<std::string>()) + "}";
-    else
-      throw InputError(e.value("candidate", "?") + ": parameter " + k + " is neither an integer nor a string");
-    first = false;
-  }
-  out += "}, " + std::to_string(cfg.size()) + ", " + c_double(median) + ", " +
-         c_string(e.value("candidate", candidate_name(e.at("variant").get<std::string>(), cfg))) + "}";
-  return out;
 }
 
 // Per family: the candidate ok on the most problems. Preferred, in order: not a library, never wrong
@@ -183,7 +119,7 @@ json safe_defaults(const std::vector<json>& records, const std::vector<Choice>& 
 
 }  // namespace
 
-json make_dispatch(const json& summary, const std::vector<json>& records) {
+json make_dispatch(const json& summary, const std::vector<json>& records, bool with_model, const std::vector<json>& training) {
   const std::vector<Choice> choices = select_best(records);
   if (choices.empty())
     throw InputError("no ok records to export (" + status_counts(records) + "): every candidate failed or was skipped");
@@ -240,7 +176,7 @@ json make_dispatch(const json& summary, const std::vector<json>& records) {
     required[f] = find_family(f).required_dims();
   }
   const json s = summary.is_object() ? summary : json::object();
-  return {{"schema", kDispatchSchema},
+  json table = {{"schema", kDispatchSchema},
           {"device", s.value("device", json(nullptr))},
           {"ceilings", s.value("ceilings", json(nullptr))},
           {"git_sha", s.value("git_sha", json(nullptr))},
@@ -250,262 +186,300 @@ json make_dispatch(const json& summary, const std::vector<json>& records) {
             {"constraints", constraints},
             {"required", required},
             {"defaults", safe_defaults(records, choices)}}}};
+  if (with_model) {
+    std::vector<json> all = training;  // first: a run's own record of a candidate replaces another run's
+    all.insert(all.end(), records.begin(), records.end());
+    json model = fit_models(table, all, ModelOptions::from_env());
+    if (!model.is_null()) table["model"] = std::move(model);
+  }
+  return table;
 }
 
 namespace {
 
-// An entry of the problem's family that differs from it in no required dim, with its distances.
-struct Candidate {
-  const json* entry;
-  double constraint_distance, shape_distance;
-  bool exact;
+// rules::CanRun over the harness: the candidate's variant is registered here and can_implement the shape.
+struct RunCheck {
+  const Problem* problem;
+  const DeviceInfo* dev;
 };
 
-// Distances are sums over dims of |log2((a + 1) / (b + 1))|, split into the constraint dims and the others.
-std::vector<Candidate> usable_entries(const json& dispatch, const Problem& p) {
-  const auto cons = constraints_of(dispatch, p.type());
-  const auto required = required_of(dispatch, p.type());
-  const auto dims = p.type().dims();
-  std::vector<Candidate> out;
-  for (const json& e : dispatch.at("entries")) {
-    if (e.at("family").get<std::string>() != p.family) continue;
-    const std::vector<int64_t> ed = entry_dims(e, p.type());
-    Candidate c{&e, 0, 0, true};
-    bool usable = true;
-    for (size_t i = 0; i < dims.size(); ++i) {
-      const int64_t want = p.at(dims[i].name);
-      c.exact = c.exact && ed[i] == want;
-      usable = usable && (ed[i] == want || !listed(required, dims[i].name));
-      (listed(cons, dims[i].name) ? c.constraint_distance : c.shape_distance) += dim_distance(ed[i], want);
-    }
-    if (usable) out.push_back(c);
-  }
+bool runs_here(const rules::Entry& e, const int64_t*, void* context) {
+  const RunCheck& c = *static_cast<const RunCheck*>(context);
+  return candidate_can_run(entry_candidate(e), *c.problem, *c.dev);
+}
+
+std::vector<int64_t> dims_of(const Problem& p) {
+  std::vector<int64_t> dims;
+  for (const auto& d : p.type().dims()) dims.push_back(p.at(d.name));
+  return dims;
+}
+
+// Say once per process that a table has no model, so that a user knows why unmeasured shapes may be off.
+void note_no_model(const CompiledTable& t, const std::string& family) {
+  static std::set<std::string> told;
+  if (t.view.models && std::find(t.model_families.begin(), t.model_families.end(), family) != t.model_families.end()) return;
+  if (!told.insert(family).second) return;
+  std::cerr << "note: the dispatch table carries no performance model for " << family
+            << " (exported without XGBoost, or by an older convtune): unmeasured shapes take the nearest rule\n";
+}
+
+json entry_json(const DispatchTable::Pick& t, const rules::Entry& e, const std::string& rule) {
+  const CompiledTable& c = *t.table;
+  if (rule == "exact" || rule == "nearest") return c.source->at("entries").at(size_t(&e - c.entries.data()));
+  json out = entry_candidate(e);
+  out["family"] = e.family;
   return out;
 }
 
 }  // namespace
 
-Lookup lookup(const json& dispatch, const Problem& p) {
-  const std::string& fam = p.family;
-  // Nearest = lowest (distance over constraint dims, distance over the others): same-constraint entries
-  // first (distance 0), else the nearest constraint values (e.g. the nearest radius).
-  const json* best = nullptr;
-  double best_c = 0, best_s = 0;
-  for (const Candidate& e : usable_entries(dispatch, p)) {
-    if (e.exact) return {*e.entry, "exact"};
-    const double c = e.constraint_distance, s = e.shape_distance;
-    if (!best || c < best_c - kTieEps || (c <= best_c + kTieEps && s < best_s - kTieEps)) {
-      best = e.entry;
-      best_c = c;
-      best_s = s;
-    }
+bool candidate_can_run(const json& candidate, const Problem& p, const DeviceInfo& dev) {
+  const Variant* v = Registry::instance().find(candidate.at("variant").get<std::string>());
+  if (!v || v->family() != p.family) return false;
+  const json config = candidate.value("config", json::object());
+  try {  // a table's configs are complete as exported: building the space to complete one costs more than this
+    if (v->can_implement(p, config, dev)) return true;
+  } catch (const std::exception&) {
   }
-  if (best) return {*best, "nearest"};
-  const json defaults = dispatch.value("fallback", json::object()).value("defaults", json::object());
-  if (defaults.contains(fam)) {
-    const json& d = defaults[fam];
-    return {{{"family", fam}, {"variant", d.at("variant")}, {"config", d.at("config")},
-             {"candidate", d.value("candidate", candidate_name(d.at("variant").get<std::string>(), d.at("config")))}},
-            "default"};
+  try {  // refused, or a config exported before a parameter was added: completed, it may run
+    const Config full = v->space(p, dev).complete_config(config, "candidate");
+    return full != config && bool(v->can_implement(p, full, dev));
+  } catch (const std::exception&) {
+    return false;  // a config this convtune's variant does not have
   }
-  std::string covered;
-  for (const auto& [f, d] : defaults.items()) covered += (covered.empty() ? "" : ", ") + f;
-  throw InputError("the dispatch table has no entry or default for family '" + fam + "' (it covers: " +
-                   (covered.empty() ? "nothing" : covered) + ")");
 }
 
-std::vector<json> tuning_shortlist(const json& dispatch, const Problem& p) {
-  const Lookup pick = lookup(dispatch, p);
+std::vector<json> fallback_chain(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* dev, const Lookup& pick) {
+  std::vector<json> out;
+  std::set<std::string> seen;
+  auto add = [&](const json& c, const std::string& rule) {
+    const json config = c.value("config", json::object());
+    const std::string name = c.value("candidate", candidate_name(c.at("variant").get<std::string>(), config));
+    if (seen.insert(name).second)
+      out.push_back({{"variant", c.at("variant")}, {"config", config}, {"candidate", name}, {"rule", rule}});
+  };
+  add(pick.entry, pick.rule);
+  const rules::FamilyInfo* f = rules::find_family(t.view, p.family.c_str());
+  if (pick.rule == "model" && f && f->model_index >= 0 && t.view.models) {
+    const rules::Model& m = t.view.models[f->model_index];
+    const std::vector<int64_t> dims = dims_of(p);
+    RunCheck check{&p, dev};
+    int top[kChainModel];
+    const int n = rules::rank_by_model(m, *f, dims.data(), dev ? runs_here : nullptr, &check, top, nullptr, kChainModel);
+    for (int i = 0; i < n; ++i) add(entry_candidate(m.candidates[top[i]]), "model");
+  }
+  if (f && f->default_index >= 0) add(entry_candidate(t.view.defaults[f->default_index]), "default");
+  const Variant* simplest = nullptr;
+  for (const Variant* v : Registry::instance().of_family(p.family))
+    if (!v->library() && (!simplest || std::make_pair(v->complexity(), v->name()) < std::make_pair(simplest->complexity(), simplest->name())))
+      simplest = v;
+  if (simplest) out.push_back({{"variant", simplest->name()}, {"config", nullptr}, {"rule", "simplest"}});
+  return out;
+}
+
+Lookup lookup(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* dev) {
+  const std::vector<int64_t> dims = dims_of(p);
+  RunCheck check{&p, dev};
+  const rules::Choice c = rules::select(t.view, p.family.c_str(), dims.data(), int(dims.size()),
+                                        dev ? runs_here : nullptr, &check);
+  if (!c.entry) {
+    std::string covered;
+    for (const auto& f : t.table->families) covered += (covered.empty() ? "" : ", ") + std::string(f.name);
+    throw InputError("the dispatch table has no candidate for " + p.key() +
+                     (dev ? " that can run on " + dev->name : std::string()) + " (it covers: " +
+                     (covered.empty() ? "nothing" : covered) + ")");
+  }
+  if (std::string(c.rule) == "nearest") note_no_model(*t.table, p.family);
+  Lookup out{entry_json(t, *c.entry, c.rule), c.rule};
+  if (out.rule == "model") {
+    out.predicted_ratio = std::exp2(double(c.predicted));
+    if (!t.table->source->value("model", json::object()).value("relative", false))
+      out.predicted_ms = table_floor_ms(*t.table->source, p) * out.predicted_ratio;
+  }
+  return out;
+}
+
+Lookup lookup(const json& dispatch, const Problem& p, const DeviceInfo* dev) {
+  const DispatchTable table(dispatch);
+  return lookup(table.pick(dev ? dev->name : "", dev ? std::to_string(dev->cc_major) + "." + std::to_string(dev->cc_minor) : ""), p, dev);
+}
+
+std::vector<json> tuning_shortlist(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* dev, size_t model_top) {
+  const Lookup pick = lookup(t, p, dev);
   std::vector<json> out;
   std::set<std::string> seen;
   auto add = [&](const json& c) {
     const json config = c.value("config", json::object());
     const std::string name = c.value("candidate", candidate_name(c.at("variant").get<std::string>(), config));
+    if (dev && !candidate_can_run(c, p, *dev)) return;
     if (seen.insert(name).second) out.push_back({{"variant", c.at("variant")}, {"config", config}, {"candidate", name}});
   };
   add(pick.entry);
-  if (pick.rule != "nearest") return out;
-  std::vector<Candidate> near = usable_entries(dispatch, p);
-  std::stable_sort(near.begin(), near.end(), [](const Candidate& a, const Candidate& b) {
-    return std::make_pair(a.constraint_distance, a.shape_distance) < std::make_pair(b.constraint_distance, b.shape_distance);
-  });
-  for (size_t k = 0; k < std::min(near.size(), kShortlistEntries); ++k) {
-    add(*near[k].entry);
-    const json alternates = near[k].entry->value("alternates", json::array());
+  if (pick.rule == "exact" || pick.rule == "default") return out;
+  const std::vector<int64_t> dims = dims_of(p);
+  RunCheck check{&p, dev};
+  const rules::FamilyInfo* f = rules::find_family(t.view, p.family.c_str());
+  if (f->model_index >= 0 && t.view.models) {
+    const rules::Model& m = t.view.models[f->model_index];
+    int top[64];
+    const int n = rules::rank_by_model(m, *f, dims.data(), dev ? runs_here : nullptr, &check, top, nullptr,
+                                       int(std::min<size_t>(model_top, 64)));
+    for (int i = 0; i < n; ++i) add(entry_candidate(m.candidates[top[i]]));
+  }
+  int near[kShortlistEntries];
+  const int n = rules::nearest_entries(t.view, *f, dims.data(), dev ? runs_here : nullptr, &check, near, int(kShortlistEntries));
+  for (int k = 0; k < n; ++k) {
+    const json& e = t.table->source->at("entries").at(size_t(near[k]));
+    add(e);
+    const json alternates = e.value("alternates", json::array());
     for (size_t a = 0; a + 1 < kShortlistPerEntry && a < alternates.size(); ++a) add(alternates[a]);
   }
   return out;
 }
 
+std::vector<json> tuning_shortlist(const json& dispatch, const Problem& p, const DeviceInfo* dev, size_t model_top) {
+  const DispatchTable table(dispatch);
+  return tuning_shortlist(table.pick(dev ? dev->name : "", dev ? std::to_string(dev->cc_major) + "." + std::to_string(dev->cc_minor) : ""),
+                          p, dev, model_top);
+}
+
 namespace {
 
-// The types every table shares: Param, Entry, FamilyInfo, Choice.
-void header_types(std::ostringstream& o) {
-  o << "// A tunable's value: an integer (str_value == nullptr) or a name.\n"
-    << "struct Param {\n  const char* name;\n  int64_t int_value;\n  const char* str_value;\n};\n\n"
-    << "// One measured problem and its best candidate. dims are in the family's order (kFamilies[].dims):\n";
-  for (const Family* f : FamilyRegistry::instance().all()) {
-    o << "//   " << f->name() << ":";
-    for (const auto& d : f->dims()) o << " " << d.name;
-    o << "\n";
-  }
-  const size_t max_dims = max_family_dims();
-  o << "// median_ms is the measured time (0 for a default, which stands for no one shape).\n"
-    << "struct Entry {\n  const char* family;\n  int64_t dims[" << max_dims << "];\n  const char* variant;\n"
-    << "  Param params[" << kMaxParams << "];\n  int param_count;\n  double median_ms;\n  const char* candidate;\n};\n\n"
-    << "// constraint[i]: entries equal in dim i are preferred (compile-time in kernels); required[i]: an\n"
-    << "// entry that differs in dim i is never used (it decides what a config may do, e.g. TF32 math).\n"
-    << "struct FamilyInfo {\n  const char* name;\n  int n_dims;\n  const char* dims[" << max_dims << "];\n"
-    << "  bool constraint[" << max_dims << "];\n  bool required[" << max_dims << "];\n"
-    << "  int default_index;  // into kDefaults, -1 if none\n};\n\n"
-    << "struct Choice {\n  const Entry* entry;  // nullptr when rule is \"none\"\n"
-    << "  const char* rule;    // \"exact\" | \"nearest\" | \"default\" | \"none\" (unknown family or dim count)\n};\n\n";
+std::string c_float(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(x));  // 9 digits name one float exactly
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s + "f";
 }
 
-// One table: its device, families, entries, defaults and select(). In a fleet header each table is a
-// namespace of its own, and gets select_default() too (for a GPU no table was measured on).
-void header_table(std::ostringstream& o, const json& dispatch, bool fleet) {
-  const json& entries = dispatch.at("entries");
-  const json defaults = dispatch.value("fallback", json::object()).value("defaults", json::object());
-  std::set<std::string> families;
-  for (const auto& e : entries) families.insert(e.at("family").get<std::string>());
-  for (const auto& [f, d] : defaults.items()) families.insert(f);
-  const json dev = dispatch.value("device", json::object());
-  const std::string dev_name = dev.is_object() ? dev.value("name", "") : "";
-  const std::string dev_arch = dev.is_object() ? dev.value("arch", "") : "";
-  const std::string sha = dispatch.contains("git_sha") && dispatch["git_sha"].is_string() ? dispatch["git_sha"].get<std::string>() : "";
-  o << "inline constexpr char kDevice[] = " << c_string(dev_name) << ";\n"
-    << "inline constexpr char kArch[] = " << c_string(dev_arch) << ";\n"
+// One Entry initializer: {family, {dims}, variant, {params}, param_count, median_ms, candidate}.
+std::string c_entry(const rules::Entry& e, int n_dims) {
+  std::string out = "{" + c_string(e.family) + ", {";
+  for (int i = 0; i < n_dims; ++i) out += (i ? ", " : "") + std::to_string(e.dims[i]);
+  out += "}, " + c_string(e.variant) + ", {";
+  for (int i = 0; i < e.param_count; ++i) {
+    const rules::Param& p = e.params[i];
+    out += std::string(i ? ", " : "") + "{" + c_string(p.name) + ", " +
+           (p.str_value ? "0, " + c_string(p.str_value) : std::to_string(p.int_value) + ", nullptr") + "}";
+  }
+  return out + "}, " + std::to_string(e.param_count) + ", " + c_double(e.median_ms) + ", " + c_string(e.candidate) + "}";
+}
+
+int family_dims(const rules::Table& t, const char* family) {
+  const rules::FamilyInfo* f = rules::find_family(t, family);
+  return f ? f->n_dims : 0;
+}
+
+void c_names(std::ostringstream& o, const std::string& name, const char* const* names, int n) {
+  o << "inline constexpr const char* " << name << "[] = {";
+  for (int i = 0; i < n; ++i) o << (i ? ", " : "") << c_string(names[i]);
+  o << (n ? "" : "nullptr") << "};\n";
+}
+
+// A family's model as arrays, and its Model initializer (returned).
+std::string header_model(std::ostringstream& o, const rules::Model& m, int nodes, const rules::FamilyInfo& f, int index) {
+  const int statics = rules::static_feature_count(m);
+  const std::string k = "kModel" + std::to_string(index);
+  c_names(o, k + "Variants", m.variants, m.variant_count);
+  c_names(o, k + "Numeric", m.numeric, m.numeric_count);
+  c_names(o, k + "StringKeys", m.string_keys, m.string_count);
+  c_names(o, k + "StringValues", m.string_values, m.string_count);
+  o << "inline constexpr Node " << k << "Nodes[] = {\n";
+  for (int i = 0; i < nodes; ++i) {
+    const rules::Node& n = m.nodes[i];
+    o << "    {" << n.feature << ", " << c_float(n.threshold) << ", " << n.yes << ", " << n.no << ", " << c_float(n.value) << "},\n";
+  }
+  o << "};\ninline constexpr int " << k << "Roots[] = {";
+  for (int t = 0; t < m.tree_count; ++t) o << (t ? ", " : "") << m.roots[t];
+  o << "};\ninline constexpr Entry " << k << "Candidates[] = {\n";
+  for (int c = 0; c < m.candidate_count; ++c) o << "    " << c_entry(m.candidates[c], f.n_dims) << ",\n";
+  o << "};\n// static_features() of each candidate, a row each.\ninline constexpr float " << k << "CandidateFeatures[] = {";
+  for (int i = 0; i < m.candidate_count * statics; ++i) o << (i % 8 ? " " : "\n    ") << c_float(m.candidate_features[i]) << ",";
+  o << (m.candidate_count * statics > 0 ? "" : "0.0f") << "\n};\n";
+  return "{" + k + "Variants, " + std::to_string(m.variant_count) + ", " + k + "Numeric, " + std::to_string(m.numeric_count) +
+         ", " + k + "StringKeys, " + k + "StringValues, " + std::to_string(m.string_count) + ", " + c_float(m.base) + ", " +
+         k + "Nodes, " + k + "Roots, " + std::to_string(m.tree_count) + ", " + k + "Candidates, " +
+         std::to_string(m.candidate_count) + ", " + k + "CandidateFeatures}";
+}
+
+// One table's arrays, kTable and select(). In a fleet header each table is a namespace of its own.
+void header_table(std::ostringstream& o, const CompiledTable& c) {
+  const json& src = *c.source;
+  const std::string sha = src.contains("git_sha") && src["git_sha"].is_string() ? src["git_sha"].get<std::string>() : "";
+  o << "inline constexpr char kDevice[] = " << c_string(c.view.device) << ";\n"
+    << "inline constexpr char kArch[] = " << c_string(device_field(src, "arch")) << ";\n"
+    << "inline constexpr char kComputeCapability[] = " << c_string(c.view.compute_capability) << ";\n"
     << "inline constexpr char kGitSha[] = " << c_string(sha) << ";\n\n";
-
   o << "inline constexpr FamilyInfo kFamilies[] = {\n";
-  int default_index = 0;
-  for (const auto& f : families) {
-    const Family& fam = find_family(f);
-    const auto cons = constraints_of(dispatch, fam);
-    const auto required = required_of(dispatch, fam);
-    const auto dims = fam.dims();
-    std::string names, flags, required_flags;
-    for (size_t i = 0; i < dims.size(); ++i) {
-      names += (i ? ", " : "") + c_string(dims[i].name);
-      flags += std::string(i ? ", " : "") + (listed(cons, dims[i].name) ? "true" : "false");
-      required_flags += std::string(i ? ", " : "") + (listed(required, dims[i].name) ? "true" : "false");
+  for (const rules::FamilyInfo& f : c.families) {
+    std::string names, flags, required;
+    for (int i = 0; i < f.n_dims; ++i) {
+      names += (i ? ", " : "") + c_string(f.dims[i]);
+      flags += std::string(i ? ", " : "") + (f.constraint[i] ? "true" : "false");
+      required += std::string(i ? ", " : "") + (f.required[i] ? "true" : "false");
     }
-    o << "    {" << c_string(f) << ", " << dims.size() << ", {" << names << "}, {" << flags << "}, {"
-      << required_flags << "}, "
-      << (defaults.contains(f) ? default_index++ : -1) << "},\n";
+    o << "    {" << c_string(f.name) << ", " << f.n_dims << ", {" << names << "}, {" << flags << "}, {" << required
+      << "}, " << f.default_index << ", " << f.model_index << "},\n";
   }
-  o << "};\ninline constexpr int kFamilyCount = " << families.size() << ";\n\n";
-
-  // A zero-length array is ill-formed: an empty table gets one unused {} element (the counts say 0).
-  o << "// Sorted by problem key; on equal distances select() takes the first.\ninline constexpr Entry kEntries[] = {\n";
-  for (const auto& e : entries) {
-    const std::string f = e.at("family").get<std::string>();
-    const double ms = e.contains("median_ms") && e["median_ms"].is_number() ? e["median_ms"].get<double>() : 0.0;
-    o << "    " << c_entry(f, entry_dims(e, find_family(f)), e, ms) << ",\n";
-  }
-  if (entries.empty()) o << "    {},\n";
-  o << "};\ninline constexpr int kEntryCount = " << entries.size() << ";\n\n";
-
-  o << "// Per family, in kFamilies order: the candidate ok on the most problems.\ninline constexpr Entry kDefaults[] = {\n";
-  for (const auto& f : families)
-    if (defaults.contains(f)) o << "    " << c_entry(f, {}, defaults[f], 0.0) << ",\n";
-  if (defaults.empty()) o << "    {},\n";
+  // A zero-length array is ill-formed: an empty list gets one unused {} element (the counts say 0).
+  o << "};\ninline constexpr int kFamilyCount = " << c.families.size() << ";\n\n"
+    << "// Sorted by problem key; on equal distances the first wins.\ninline constexpr Entry kEntries[] = {\n";
+  for (const rules::Entry& e : c.entries) o << "    " << c_entry(e, family_dims(c.view, e.family)) << ",\n";
+  if (c.entries.empty()) o << "    {},\n";
+  o << "};\ninline constexpr int kEntryCount = " << c.entries.size() << ";\n\n"
+    << "// Per family, in kFamilies order: the candidate ok on the most problems.\ninline constexpr Entry kDefaults[] = {\n";
+  for (const rules::Entry& e : c.defaults) o << "    " << c_entry(e, 0) << ",\n";
+  if (c.defaults.empty()) o << "    {},\n";
   o << "};\n\n";
-
-  o << R"(// The candidate for a problem of `family` with dims in the family's order: an exact match; else the
-// nearest entry of the family, by sum over dims of |log2((a + 1) / (b + 1))|, compared first over the
-// constraint dims (so entries with equal constraints win, then the nearest constraint values) and then
-// over the others, among entries equal in every required dim; else the family's default.
-inline Choice select(const char* family, const int64_t* dims, int n_dims) {
-  const FamilyInfo* f = nullptr;
-  for (int i = 0; i < kFamilyCount; ++i)
-    if (std::strcmp(kFamilies[i].name, family) == 0) f = &kFamilies[i];
-  if (!f || !dims || n_dims != f->n_dims) return {nullptr, "none"};
-  for (int i = 0; i < n_dims; ++i)
-    if (dims[i] < 0) return {nullptr, "none"};
-  const Entry* best = nullptr;
-  double best_c = 0, best_s = 0;
-  for (int k = 0; k < kEntryCount; ++k) {
-    const Entry& e = kEntries[k];
-    if (std::strcmp(e.family, family) != 0) continue;
-    double c = 0, s = 0;
-    bool exact = true, usable = true;
-    for (int i = 0; i < n_dims; ++i) {
-      exact = exact && e.dims[i] == dims[i];
-      usable = usable && (e.dims[i] == dims[i] || !f->required[i]);
-      const double d = std::fabs(std::log2((double(e.dims[i]) + 1.0) / (double(dims[i]) + 1.0)));
-      (f->constraint[i] ? c : s) += d;
-    }
-    if (!usable) continue;
-    if (exact) return {&e, "exact"};
-    if (!best || c < best_c - 1e-9 || (c <= best_c + 1e-9 && s < best_s - 1e-9)) {
-      best = &e;
-      best_c = c;
-      best_s = s;
-    }
-  }
-  if (best) return {best, "nearest"};
-  if (f->default_index >= 0) return {&kDefaults[f->default_index], "default"};
-  return {nullptr, "none"};
-}
-)";
-  if (fleet)
-    o << R"(
-// The family's safe default alone: what a GPU gets that no table was measured on.
-inline Choice select_default(const char* family) {
-  for (int i = 0; i < kFamilyCount; ++i)
-    if (std::strcmp(kFamilies[i].name, family) == 0 && kFamilies[i].default_index >= 0)
-      return {&kDefaults[kFamilies[i].default_index], "default"};
-  return {nullptr, "none"};
-}
-)";
+  std::vector<std::string> models;
+  for (size_t i = 0; i < c.models.size(); ++i)
+    models.push_back(header_model(o, c.models[i], int(c.node_lists[i].size()), *rules::find_family(c.view, c.model_families[i].c_str()), int(i)));
+  o << "inline constexpr Model kModels[] = {\n";
+  for (const auto& m : models) o << "    " << m << ",\n";
+  if (models.empty()) o << "    {},\n";
+  o << "};\n\ninline constexpr Table kTable = {kDevice, kComputeCapability, kFamilies, kFamilyCount, kEntries, kEntryCount, "
+    << "kDefaults, " << (models.empty() ? "nullptr" : "kModels") << "};\n\n"
+    << "// The candidate for a problem of `family` with dims in the family's order (rules above).\n"
+    << "inline Choice select(const char* family, const int64_t* dims, int n_dims, CanRun can_run = nullptr,\n"
+    << "                     void* context = nullptr) {\n"
+    << "  return convtune_dispatch::select(kTable, family, dims, n_dims, can_run, context);\n}\n";
 }
 
+// The rules, verbatim, as the header's first part.
 void header_prologue(std::ostringstream& o, const std::string& what) {
   o << "// Generated by `convtune export` from " << what
     << ".\n// Do not edit: re-export instead. Format and rules: docs/DISPATCH.md in convtune.\n"
-    << "#pragma once\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n\n"
-    << "namespace convtune_dispatch {\n\n";
+    << "// What follows up to the tables is convtune's harness/dispatch_rules.h, verbatim.\n"
+    << embedded_source("dispatch_rules.h") << "\nnamespace convtune_dispatch {\n\n";
 }
 
 }  // namespace
 
 std::string make_header(const json& dispatch) {
-  const json dev = dispatch.value("device", json::object());
-  const std::string sha = dispatch.contains("git_sha") && dispatch["git_sha"].is_string() ? dispatch["git_sha"].get<std::string>() : "";
+  const DispatchTable table(dispatch);
   std::ostringstream o;
-  header_prologue(o, "a tuning run on " + (dev.is_object() ? dev.value("name", "") : std::string()) + " (" +
-                         (dev.is_object() ? dev.value("arch", "") : std::string()) + "), convtune " + sha);
-  header_types(o);
-  header_table(o, dispatch, false);
+  header_prologue(o, "a tuning run on " + device_field(dispatch, "name") + " (" + device_field(dispatch, "arch") +
+                         "), convtune " + (dispatch.contains("git_sha") && dispatch["git_sha"].is_string() ? dispatch["git_sha"].get<std::string>() : ""));
+  header_table(o, table.table(0));
   o << "\n}  // namespace convtune_dispatch\n";
   return o.str();
 }
 
-
 std::string make_fleet_header(const json& fleet) {
-  const json& tables = fleet.at("tables");
+  const DispatchTable table(fleet);
   std::ostringstream o;
   std::string models;
-  for (const auto& t : tables) models += (models.empty() ? "" : ", ") + t.value("device", json::object()).value("name", std::string("?"));
+  for (size_t i = 0; i < table.size(); ++i) models += (models.empty() ? "" : ", ") + std::string(table.table(i).view.device);
   header_prologue(o, "tuning runs on " + models + " (a fleet table)");
-  header_types(o);
-  for (size_t i = 0; i < tables.size(); ++i) {
+  for (size_t i = 0; i < table.size(); ++i) {
     o << "namespace table" << i << " {\n\n";
-    header_table(o, tables[i], true);
+    header_table(o, table.table(i));
     o << "\n}  // namespace table" << i << "\n\n";
   }
-  o << "// One table per GPU model, as measured.\n"
-    << "struct Table {\n  const char* device;\n  const char* arch;\n  const char* compute_capability;\n"
-    << "  Choice (*select)(const char*, const int64_t*, int);\n  Choice (*select_default)(const char*);\n};\n"
-    << "inline constexpr Table kTables[] = {\n";
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const json dev = tables[i].value("device", json::object());
-    o << "    {table" << i << "::kDevice, table" << i << "::kArch, " << c_string(dev.value("compute_capability", ""))
-      << ", &table" << i << "::select, &table" << i << "::select_default},\n";
-  }
-  o << "};\ninline constexpr int kTableCount = " << tables.size() << ";\n\n";
+  o << "// One table per GPU model, as measured.\ninline constexpr Table kTables[] = {";
+  for (size_t i = 0; i < table.size(); ++i) o << (i ? ", " : "") << "table" << i << "::kTable";
+  o << "};\ninline constexpr int kTableCount = " << table.size() << ";\n\n";
   o << R"(struct FleetChoice {
   Choice choice;
   const Table* table;      // the table used (the first one for "default")
@@ -516,14 +490,14 @@ std::string make_fleet_header(const json& fleet) {
 // HBM3" and "9.0"): the table of that exact model; else of a model of the same architecture; else no
 // measured table applies and the family's safe default (of the first table) is used.
 inline FleetChoice select(const char* device_name, const char* compute_capability, const char* family,
-                          const int64_t* dims, int n_dims) {
-  for (int i = 0; i < kTableCount; ++i)
-    if (device_name && std::strcmp(kTables[i].device, device_name) == 0)
-      return {kTables[i].select(family, dims, n_dims), &kTables[i], "exact model"};
-  for (int i = 0; i < kTableCount; ++i)
-    if (compute_capability && std::strcmp(kTables[i].compute_capability, compute_capability) == 0)
-      return {kTables[i].select(family, dims, n_dims), &kTables[i], "same architecture"};
-  return {kTables[0].select_default(family), &kTables[0], "default"};
+                          const int64_t* dims, int n_dims, CanRun can_run = nullptr, void* context = nullptr) {
+  const char* rule = "";
+  const int i = pick_table(kTables, kTableCount, device_name, compute_capability, &rule);
+  if (i < 0) {
+    static const Table defaults = defaults_only(kTables[0]);
+    return {convtune_dispatch::select(defaults, family, dims, n_dims, can_run, context), &kTables[0], rule};
+  }
+  return {convtune_dispatch::select(kTables[i], family, dims, n_dims, can_run, context), &kTables[i], rule};
 }
 
 }  // namespace convtune_dispatch
@@ -582,7 +556,7 @@ namespace {
 // make_dispatch of `records`; when nothing is ok, the InputError names `run`'s records file.
 json dispatch_naming(const RunTable& run, const std::vector<json>& records) {
   try {
-    return make_dispatch(run.summary, records);
+    return make_dispatch(run.summary, records, true, run.training);
   } catch (const InputError& e) {
     throw InputError(stored_records_file(run.folder / "records.jsonl").string() + ": " + e.what());
   }
@@ -623,14 +597,33 @@ json dispatch_over_repeats(const RunTable& run, const std::vector<RunTable>& rep
   return d;
 }
 
-void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats) {
-  RunTable t = read_run(run_folder);
+void attach_training(std::vector<RunTable>& runs, const std::vector<std::filesystem::path>& train) {
+  for (const auto& folder : train) {
+    RunTable t = read_run(folder);
+    const std::string model = device_field(t.summary, "name");
+    std::string models;
+    auto run = runs.begin();
+    for (; run != runs.end() && device_field(run->summary, "name") != model; ++run)
+      models += (models.empty() ? "'" : ", '") + device_field(run->summary, "name") + "'";
+    if (run == runs.end())
+      throw InputError("export --train " + folder.string() + ": device.name is '" + model +
+                       "'; allowed: the GPU models of the runs exported, " + models);
+    run->training.insert(run->training.end(), t.records.begin(), t.records.end());
+  }
+}
+
+void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats,
+                const std::vector<std::filesystem::path>& train) {
+  std::vector<RunTable> t = {read_run(run_folder)};
+  attach_training(t, train);
   std::vector<RunTable> read;
   for (const auto& folder : repeats) read.push_back(read_run(folder));
-  const json dispatch = repeats.empty() ? run_dispatch(t) : dispatch_over_repeats(t, read);
+  const json dispatch = repeats.empty() ? run_dispatch(t[0]) : dispatch_over_repeats(t[0], read);
+  const std::string header = make_header(dispatch);
+  const json t4 = make_t4(t[0].summary, t[0].records);
   write_json_atomically(run_folder / "dispatch.json", dispatch);
-  write_text_atomically(run_folder / "convtune_dispatch.h", make_header(dispatch));
-  write_json_atomically(run_folder / "t4.json", make_t4(t.summary, t.records));
+  write_text_atomically(run_folder / "convtune_dispatch.h", header);
+  write_json_atomically(run_folder / "t4.json", t4);
 }
 
 }  // namespace convtune

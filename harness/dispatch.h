@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/device.h"
+#include "harness/dispatch_table.h"
 #include "harness/problem.h"
 
 namespace convtune {
@@ -16,12 +18,16 @@ using json = nlohmann::json;
 
 constexpr int kDispatchSchema = 1;
 
-// summary: a run's summary.json; records: its records (any statuses). Deterministic: same input,
-// same dump. Throws InputError when no record is ok.
-json make_dispatch(const json& summary, const std::vector<json>& records);
+// summary: a run's summary.json; records: its records (any statuses). With XGBoost (perf_model.h), the
+// table carries a performance model per family under "model". Deterministic: same input, same dump.
+// Throws InputError when no record is ok.
+// training: more records for the model alone (other runs on the GPU model: more shapes to learn from).
+json make_dispatch(const json& summary, const std::vector<json>& records, bool with_model = true,
+                   const std::vector<json>& training = {});
 
-// A C++17 header with no dependencies beyond the standard library: namespace convtune_dispatch
-// with kEntries, kDefaults and select() implementing the same rules as lookup().
+// A C++17 header with no dependencies beyond the standard library: namespace convtune_dispatch with the
+// rules (harness/dispatch_rules.h, verbatim), the table's arrays (kEntries, kDefaults, kModels...) and
+// select(family, dims, n_dims[, can_run, context]), which is lookup() on the same arrays.
 std::string make_header(const json& dispatch);
 // The same for a fleet table (harness/fleet.h): one namespace per GPU model's table, and
 // select(device_name, compute_capability, family, dims, n) that picks the table as pick_table() does.
@@ -38,6 +44,7 @@ struct RunTable {
   std::filesystem::path folder;
   json summary;
   std::vector<json> records;
+  std::vector<json> training;  // records of other runs on its GPU model that train its model too (export --train)
 };
 RunTable read_run(const std::filesystem::path& run_folder);
 // make_dispatch of a run read with read_run; when nothing is ok, the InputError names its records file.
@@ -48,7 +55,13 @@ json run_dispatch(const RunTable& run);
 // same spec measured again), the table is chosen from combine_repeats() of the run and its repeats, so
 // each choice is fast in all of them, and lists them under "repeats"; t4.json stays the run's own
 // records. Torn record lines are reported on stderr. Throws InputError.
-void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats = {});
+// With train runs (of the run's GPU model), the model is fitted on their records too. Everything is made
+// before anything is written.
+void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats = {},
+                const std::vector<std::filesystem::path>& train = {});
+// Reads each train run and adds its records to the training of the run of its GPU model (device.name).
+// Throws InputError naming the run when no run is of its model.
+void attach_training(std::vector<RunTable>& runs, const std::vector<std::filesystem::path>& train);
 // The table of `run` chosen over it and its repeats (read with read_run), listed under "repeats".
 // Throws InputError naming device.name when a repeat is of another GPU model, or is the run itself or
 // another repeat again.
@@ -56,21 +69,45 @@ json dispatch_over_repeats(const RunTable& run, const std::vector<RunTable>& rep
 // A field of the "device" block of a run summary or a dispatch table ("" when absent); "name" is the GPU model.
 std::string device_field(const json& with_device, const char* key);
 
-// The dispatch choice for a problem: rule "exact", "nearest" (same family, nearest shape among
-// compatible entries, else among all of the family) or "default" (the family's safe default).
-// entry is an element of "entries", or for "default" {"family","variant","config","candidate"}.
-// Throws InputError when the table has nothing for the problem's family.
+// The dispatch choice for a problem, by the rules of harness/dispatch_rules.h: "exact" (an entry of this
+// shape), "model" (the table's performance model's fastest prediction among its candidates for the family),
+// "nearest" (no model: the nearest entry of the family) or "default" (the family's safe default). With a
+// device, only candidates that can run the shape there count (registered here, can_implement); without
+// one, every candidate is taken to run, as the exported header does without a CanRun.
+// entry: an element of "entries", or for "model" and "default" {"family","variant","config","candidate"}.
+// For "model": predicted_ratio, the model's time over the shape's best (a relative model) or over its floor;
+// predicted_ms, a floor model's time (the problem's floor under the table's ceilings times the ratio), else 0.
+// Throws InputError when the table has nothing that can run a problem of the family.
 struct Lookup {
   json entry;
   std::string rule;
+  double predicted_ratio = 0, predicted_ms = 0;
 };
-Lookup lookup(const json& dispatch, const Problem& p);
+Lookup lookup(const DispatchTable::Pick& table, const Problem& p, const DeviceInfo* dev = nullptr);
+Lookup lookup(const json& dispatch, const Problem& p, const DeviceInfo* dev = nullptr);
 
-// What first-use tuning times for a problem (the runtime's tune_unseen): for an exact match or a
-// default, the lookup's choice alone; for "nearest", the lookup's choice, then the choice and the first
-// kShortlistPerEntry - 1 alternates of each of the kShortlistEntries nearest entries, without repeats.
+// What first-use tuning times for a problem (the runtime's tune_unseen): for an exact match or a default,
+// the lookup's choice alone; else the lookup's choice, the model's next best (top `model_top` in all, where
+// the table has a model), then the choice and the first kShortlistPerEntry - 1 alternates of each of the
+// kShortlistEntries nearest entries, without repeats and without what cannot run on `dev`.
 // Each element: {"variant", "config", "candidate"}.
-constexpr size_t kShortlistEntries = 3, kShortlistPerEntry = 4;
-std::vector<json> tuning_shortlist(const json& dispatch, const Problem& p);
+constexpr size_t kShortlistEntries = 3, kShortlistPerEntry = 4, kShortlistModel = 4;
+std::vector<json> tuning_shortlist(const DispatchTable::Pick& table, const Problem& p, const DeviceInfo* dev = nullptr,
+                                   size_t model_top = kShortlistModel);
+std::vector<json> tuning_shortlist(const json& dispatch, const Problem& p, const DeviceInfo* dev = nullptr,
+                                   size_t model_top = kShortlistModel);
+
+// What the runtime library prepares for a problem, in order, until one prepares: the lookup's choice; for
+// rule "model", the model's next kChainModel - 1 candidates that can run (a library may still refuse a shape
+// when asked); the table's default for the family; the family's simplest non-library variant (lowest
+// complexity(), then name; config null: its first config that can run). Each {"variant", "config",
+// "candidate" (absent for the simplest), "rule"}, without repeats.
+constexpr int kChainModel = 3;
+std::vector<json> fallback_chain(const DispatchTable::Pick& table, const Problem& p, const DeviceInfo* dev,
+                                 const Lookup& pick);
+
+// Whether a candidate ({"variant", "config"}) can run problem p on dev: its variant is registered, of p's
+// family, and can_implement accepts its config completed with the space's absent values.
+bool candidate_can_run(const json& candidate, const Problem& p, const DeviceInfo& dev);
 
 }  // namespace convtune

@@ -1,12 +1,16 @@
 #include "harness/dispatch_check.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "harness/dispatch.h"
 #include "harness/error.h"
+#include "harness/dispatch_table.h"
 #include "harness/fleet.h"
 #include "harness/problem.h"
 #include "harness/records.h"
@@ -17,14 +21,19 @@ namespace {
 struct ProblemTimes {
   json problem;
   std::map<std::string, double> ms;  // candidate -> median ms of its latest ok full-fidelity record
+  std::set<std::string> refused;     // candidates whose latest record says they could not run (a library's refusal)
 };
 
 std::map<std::string, ProblemTimes> times_by_problem(const std::vector<json>& records) {
   std::map<std::string, ProblemTimes> out;
   for (const json& r : records) {
-    if (r.value("status", "") != status::ok || !r.contains("time")) continue;
+    const std::string st = r.value("status", "");
+    if (st == status::skipped || st == status::runtime_error || st == status::compile_error)
+      out[r.at("problem_key").get<std::string>()].refused.insert(r.at("candidate").get<std::string>());
+    if (st != status::ok || !r.contains("time")) continue;
     if (r.value("fidelity", "full") != "full") continue;  // a brief halving round is not the candidate's time
     ProblemTimes& t = out[r.at("problem_key").get<std::string>()];
+    t.refused.erase(r.at("candidate").get<std::string>());
     t.problem = r.at("problem");
     t.ms[r.at("candidate").get<std::string>()] = r["time"]["median_ms"].get<double>();
   }
@@ -43,59 +52,106 @@ double fastest_of(const std::vector<json>& shortlist, const std::map<std::string
 
 }  // namespace
 
+namespace {
+
+// Ratios to the best of a set of problems: how many, within 1.1x, the worst, the geometric mean.
+struct RatioStats {
+  int measured = 0, within = 0, within_125 = 0;
+  double worst = 0, log_sum = 0;
+  void add(double r) {
+    ++measured;
+    within += r <= 1.1;
+    within_125 += r <= 1.25;
+    worst = std::max(worst, r);
+    log_sum += std::log(r);
+  }
+  json to_json() const {
+    return {{"measured", measured}, {"within_1_1", within}, {"within_1_25", within_125},
+            {"worst_ratio", measured ? json(worst) : json(nullptr)},
+            {"geomean_ratio", measured ? json(std::exp(log_sum / measured)) : json(nullptr)}};
+  }
+};
+
+// The device a run was measured on, for can_implement (null when the summary has no device block).
+std::optional<DeviceInfo> run_device(const json& device) {
+  if (!device.is_object() || !device.contains("name")) return std::nullopt;
+  return DeviceInfo::from_json(device);
+}
+
+}  // namespace
+
 json check_dispatch(const json& dispatch, const json& device, const std::vector<json>& records) {
   const std::string name = device.value("name", ""), cc = device.value("compute_capability", "");
-  json rows = json::array(), table = nullptr, table_device = nullptr;
-  int measured = 0, within = 0, tuned_measured = 0, tuned_within = 0;
-  double worst = 0, log_sum = 0, tuned_worst = 0;
+  const DispatchTable table(dispatch);
+  const std::optional<DeviceInfo> dev = run_device(device);
+  json rows = json::array(), table_name = nullptr, table_device = nullptr;
+  RatioStats all, tuned;
+  std::map<std::string, RatioStats> by_family, tuned_by_family;
+  double lookup_s = 0;  // the rules and can_implement, per shape: what an application pays at a new shape
   for (const auto& [key, t] : times_by_problem(records)) {
+    if (t.ms.empty()) continue;  // nothing of the problem ran
+    const Problem p = Problem::from_json(t.problem);
     DeviceLookup on_device;
     try {
-      on_device = lookup_on_device(dispatch, name, cc, Problem::from_json(t.problem));
+      const auto t0 = std::chrono::steady_clock::now();
+      lookup(table.pick(name, cc), p, dev ? &*dev : nullptr);
+      lookup_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      on_device = lookup_on_device(table, name, cc, p, dev ? &*dev : nullptr);
     } catch (const InputError&) {
       continue;  // a family the table does not cover
     }
-    table = on_device.table_rule + " (" + on_device.table_device + ")";
+    table_name = on_device.table_rule + " (" + on_device.table_device + ")";
     table_device = on_device.table_device;
     const Lookup& choice = on_device.lookup;
-    const std::string chosen = choice.entry.at("candidate").get<std::string>();
+    // What the runtime ends up running: the first of its chain that the run did not see refused (a library
+    // that does not support the shape says so only when asked, on the GPU).
+    std::string chosen = choice.entry.at("candidate").get<std::string>(), rule = choice.rule;
+    for (const json& c : fallback_chain(table.pick(name, cc), p, dev ? &*dev : nullptr, choice))
+      if (c.contains("candidate") && !t.refused.count(c["candidate"].get<std::string>())) {
+        chosen = c["candidate"].get<std::string>();
+        rule = c["rule"].get<std::string>();
+        break;
+      }
     auto best = t.ms.begin();
     for (auto it = t.ms.begin(); it != t.ms.end(); ++it)
       if (it->second < best->second) best = it;
-    json row = {{"problem_key", key}, {"rule", choice.rule}, {"chosen", chosen}, {"chosen_ms", nullptr},
-                {"best", best->first}, {"best_ms", best->second}, {"ratio", nullptr}, {"tuned_ratio", nullptr}};
-    const double tuned_ms = choice.rule == "nearest" ? fastest_of(on_device.shortlist, t.ms) : 0;
+    json row = {{"problem_key", key}, {"family", p.family}, {"rule", rule}, {"chosen", chosen},
+                {"chosen_ms", nullptr}, {"best", best->first}, {"best_ms", best->second}, {"ratio", nullptr},
+                {"tuned_ratio", nullptr}};
+    const bool unseen = choice.rule == "nearest" || choice.rule == "model";
+    const double tuned_ms = unseen ? fastest_of(on_device.shortlist, t.ms) : 0;
     if (tuned_ms > 0) {
-      const double ratio = tuned_ms / best->second;
-      row["tuned_ratio"] = ratio;
-      ++tuned_measured;
-      tuned_within += ratio <= 1.1;
-      tuned_worst = std::max(tuned_worst, ratio);
+      row["tuned_ratio"] = tuned_ms / best->second;
+      tuned.add(tuned_ms / best->second);
+      tuned_by_family[p.family].add(tuned_ms / best->second);
     }
     const auto it = t.ms.find(chosen);
     if (it != t.ms.end()) {
-      const double ratio = it->second / best->second;
       row["chosen_ms"] = it->second;
-      row["ratio"] = ratio;
-      ++measured;
-      within += ratio <= 1.1;
-      worst = std::max(worst, ratio);
-      log_sum += std::log(ratio);
+      row["ratio"] = it->second / best->second;
+      all.add(it->second / best->second);
+      by_family[p.family].add(it->second / best->second);
     }
     rows.push_back(std::move(row));
   }
-  return {{"table", table},
+  json families = json::object();
+  for (const auto& [f, st] : by_family) families[f] = st.to_json();
+  for (const auto& [f, st] : tuned_by_family) families[f]["tuned"] = st.to_json();
+  const json a = all.to_json(), tj = tuned.to_json();
+  return {{"table", table_name},
           {"table_device", table_device},
           {"run_device", name},
           {"rows", rows},
           {"problems", rows.size()},
-          {"measured", measured},
-          {"within_1_1", within},
-          {"worst_ratio", measured ? json(worst) : json(nullptr)},
-          {"geomean_ratio", measured ? json(std::exp(log_sum / measured)) : json(nullptr)},
-          {"tuned_measured", tuned_measured},
-          {"tuned_within_1_1", tuned_within},
-          {"tuned_worst_ratio", tuned_measured ? json(tuned_worst) : json(nullptr)}};
+          {"measured", a["measured"]},
+          {"within_1_1", a["within_1_1"]},
+          {"worst_ratio", a["worst_ratio"]},
+          {"geomean_ratio", a["geomean_ratio"]},
+          {"tuned_measured", tj["measured"]},
+          {"tuned_within_1_1", tj["within_1_1"]},
+          {"tuned_worst_ratio", tj["worst_ratio"]},
+          {"families", families},
+          {"lookup_us", rows.empty() ? json(nullptr) : json(1e6 * lookup_s / double(rows.size()))}};
 }
 
 std::string format_dispatch_check(const json& check) {
@@ -133,7 +189,18 @@ std::string format_dispatch_check(const json& check) {
   if (check.value("tuned_measured", 0) > 0)
     out << "with first-use tuning (tune_unseen: the fastest of the shortlist, as this run measured it): "
         << check["tuned_within_1_1"].get<int>() << " of " << check["tuned_measured"].get<int>()
-        << " nearest-rule problems within 1.1x; worst " << check["tuned_worst_ratio"].get<double>() << "x\n";
+        << " unmeasured shapes within 1.1x; worst " << check["tuned_worst_ratio"].get<double>() << "x\n";
+  if (check.value("lookup_us", json()).is_number())
+    out << "lookup (rules, model, can_implement): " << check["lookup_us"].get<double>() << " us a shape on this CPU\n";
+  const json families = check.value("families", json::object());
+  for (const auto& [f, st] : families.items()) {
+    out << "  " << f << ": " << st.value("within_1_1", 0) << " of " << st.value("measured", 0) << " within 1.1x";
+    if (st["worst_ratio"].is_number())
+      out << ", worst " << st["worst_ratio"].get<double>() << "x, geomean " << st["geomean_ratio"].get<double>() << "x";
+    if (st.contains("tuned") && st["tuned"]["worst_ratio"].is_number())
+      out << "; tuned worst " << st["tuned"]["worst_ratio"].get<double>() << "x";
+    out << "\n";
+  }
   return out.str();
 }
 

@@ -12,8 +12,12 @@ namespace convtune {
 using json = nlohmann::json;
 
 // The table (a single table, or a fleet's table for `device`, the run's summary device block, picked as
-// the runtime does) on every problem of `records`: {"table": how it was picked, "rows": [{problem_key,
-// rule, chosen, chosen_ms (null: the run did not measure the choice), best, best_ms, ratio}],
+// the runtime does) on every problem of `records`, choosing among what can run on that device as the
+// runtime does: the first of fallback_chain() that the run did not record as refused (a library's
+// refusal of a shape shows only on the GPU). {"table": how it was picked, "rows": [{problem_key, family,
+// rule, chosen, chosen_ms (null: the run did not measure the choice), best, best_ms, ratio, tuned_ratio}],
+// "families": per family {measured, within_1_1, within_1_25, worst_ratio, geomean_ratio, tuned: {...}},
+// "lookup_us": the mean time of a lookup here,
 // "measured": n, "within_1_1": n, "worst_ratio": x, "geomean_ratio": x}. Problems of families the
 // table does not cover are left out.
 json check_dispatch(const json& dispatch, const json& device, const std::vector<json>& records);

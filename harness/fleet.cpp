@@ -1,7 +1,7 @@
 #include "harness/fleet.h"
 
 #include "harness/error.h"
-#include "harness/sweep.h"
+#include "harness/json_file.h"
 
 namespace convtune {
 
@@ -25,29 +25,23 @@ json make_fleet(const std::vector<json>& tables) {
           {"tables", tables}};
 }
 
-TablePick pick_table(const json& fleet, const std::string& device_name, const std::string& compute_capability) {
-  const json& tables = fleet.at("tables");
-  for (const auto& t : tables)
-    if (device_field(t, "name") == device_name) return {t, "exact model"};
-  for (const auto& t : tables)
-    if (!compute_capability.empty() && device_field(t, "compute_capability") == compute_capability)
-      return {t, "same architecture"};
-  json defaults_only = tables.at(0);
-  defaults_only["entries"] = json::array();
-  return {defaults_only, "default"};
+DeviceLookup lookup_on_device(const DispatchTable& table, const std::string& device_name,
+                              const std::string& compute_capability, const Problem& p, const DeviceInfo* dev) {
+  const DispatchTable::Pick pick = table.pick(device_name, compute_capability);
+  return {lookup(pick, p, dev), pick.rule, pick.table->view.device, tuning_shortlist(pick, p, dev)};
 }
 
 DeviceLookup lookup_on_device(const json& dispatch, const std::string& device_name,
-                              const std::string& compute_capability, const Problem& p) {
-  if (!is_fleet(dispatch))
-    return {lookup(dispatch, p), "single table", device_field(dispatch, "name"), tuning_shortlist(dispatch, p)};
-  const TablePick pick = pick_table(dispatch, device_name, compute_capability);
-  return {lookup(pick.table, p), pick.rule, device_field(pick.table, "name"), tuning_shortlist(pick.table, p)};
+                              const std::string& compute_capability, const Problem& p, const DeviceInfo* dev) {
+  const DispatchTable table(dispatch);
+  return lookup_on_device(table, device_name, compute_capability, p, dev);
 }
 
-void export_fleet(const std::vector<fs::path>& runs, const fs::path& out, const std::vector<fs::path>& repeats) {
+void export_fleet(const std::vector<fs::path>& runs, const fs::path& out, const std::vector<fs::path>& repeats,
+                  const std::vector<fs::path>& train) {
   std::vector<RunTable> read, repeats_read;
   for (const auto& run : runs) read.push_back(read_run(run));
+  attach_training(read, train);
   for (const auto& repeat : repeats) repeats_read.push_back(read_run(repeat));
   std::vector<std::vector<RunTable>> repeats_of(runs.size());
   for (RunTable& repeat : repeats_read) {
@@ -69,9 +63,10 @@ void export_fleet(const std::vector<fs::path>& runs, const fs::path& out, const 
     tables.push_back(std::move(table));
   }
   const json fleet = make_fleet(tables);
+  const std::string header = make_fleet_header(fleet);
   fs::create_directories(out);
   write_json_atomically(out / "dispatch.json", fleet);
-  write_text_atomically(out / "convtune_dispatch.h", make_fleet_header(fleet));
+  write_text_atomically(out / "convtune_dispatch.h", header);
 }
 
 }  // namespace convtune

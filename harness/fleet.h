@@ -21,26 +21,25 @@ bool is_fleet(const json& dispatch);
 // twice). Each keeps its device block and provenance.
 json make_fleet(const std::vector<json>& tables);
 
-struct TablePick {
-  json table;        // for "default": the first table with its entries removed (defaults only)
-  std::string rule;  // "exact model" | "same architecture" | "default"
-};
-TablePick pick_table(const json& fleet, const std::string& device_name, const std::string& compute_capability);
-
-// lookup() and tuning_shortlist() on the table the device gets: a single-device table is used as it is
-// ("single table").
+// lookup() and tuning_shortlist() on the table the device gets (DispatchTable::pick: the exact model, the
+// same architecture, else the first table's defaults alone); a single-device table is used as it is
+// ("single table"). With dev, only candidates that can run there (lookup()).
 struct DeviceLookup {
   Lookup lookup;
   std::string table_rule, table_device;
   std::vector<json> shortlist;
 };
+DeviceLookup lookup_on_device(const DispatchTable& table, const std::string& device_name,
+                              const std::string& compute_capability, const Problem& p, const DeviceInfo* dev = nullptr);
 DeviceLookup lookup_on_device(const json& dispatch, const std::string& device_name,
-                              const std::string& compute_capability, const Problem& p);
+                              const std::string& compute_capability, const Problem& p, const DeviceInfo* dev = nullptr);
 
 // `convtune export <run> <run>... -o <folder>`: dispatch.json (a fleet) and convtune_dispatch.h there.
 // Each repeat joins the run of its GPU model (device.name), whose table is then chosen over both
 // (dispatch_over_repeats); a repeat of a model no run has is an InputError naming device.name.
+// Train runs join the run of their GPU model as training for its model (attach_training).
 void export_fleet(const std::vector<std::filesystem::path>& runs, const std::filesystem::path& out,
-                  const std::vector<std::filesystem::path>& repeats = {});
+                  const std::vector<std::filesystem::path>& repeats = {},
+                  const std::vector<std::filesystem::path>& train = {});
 
 }  // namespace convtune

@@ -7,6 +7,7 @@
 #include "harness/error.h"
 #include "harness/records.h"
 #include "harness/spec.h"
+#include "harness/json_file.h"
 #include "harness/sweep.h"
 
 namespace convtune {

@@ -99,29 +99,6 @@ static std::string timestamp_compact() {
   return buf;
 }
 
-void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!(out << text) || !out.flush()) throw std::runtime_error("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
-}
-
-void write_json_atomically(const std::filesystem::path& path, const json& j) {
-  write_text_atomically(path, j.dump(2) + "\n");
-}
-
-json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path.string() + ": cannot be read");
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(path.string() + ": not valid JSON: " + e.what());
-  }
-}
-
 json make_summary(const SweepSpec& spec, const DeviceInfo& dev, const Ceilings& ceilings,
                   const std::vector<std::string>& argv) {
   return {{"schema", kSchemaVersion}, {"tool", "convtune"},         {"version", CONVTUNE_VERSION},

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/device.h"
+#include "harness/json_file.h"
 #include "harness/shard.h"
 #include "harness/spec.h"
 
@@ -119,9 +120,5 @@ json make_summary(const SweepSpec& spec, const DeviceInfo& dev, const Ceilings& 
                   const std::vector<std::string>& argv);
 // Changes summary.json under an flock on the folder, so that workers finishing at once keep each other's totals.
 void update_summary(const std::filesystem::path& folder, const std::function<void(json&)>& change);
-// Written to <path>.tmp, then renamed: a reader sees the old file or the new one, never half of one.
-void write_text_atomically(const std::filesystem::path& path, const std::string& text);
-void write_json_atomically(const std::filesystem::path& path, const json& j);
-json read_json(const std::filesystem::path& path);
 
 }  // namespace convtune

@@ -13,7 +13,7 @@
 #include "harness/family.h"
 #include "harness/jit.h"
 #include "harness/records.h"
-#include "harness/sweep.h"
+#include "harness/json_file.h"
 #include "harness/variant.h"
 
 namespace convtune_runtime {
@@ -26,24 +26,6 @@ std::string describe(const std::string& path, const std::string& family, const s
   std::string s = "convtune_runtime::Convolution(" + path + ", " + family;
   for (const auto& [k, v] : dims) s += ", " + k + "=" + std::to_string(v);
   return s + ")";
-}
-
-struct Try {
-  std::string variant;
-  json config;  // null: the variant's first config that can_implement accepts
-  std::string rule;
-};
-
-// The family's simplest non-library variant: lowest complexity(), then the first by name.
-const convtune::Variant* simplest_variant(const std::string& family) {
-  const convtune::Variant* best = nullptr;
-  for (const convtune::Variant* v : convtune::Registry::instance().of_family(family)) {
-    if (v->library()) continue;
-    if (!best || v->complexity() < best->complexity() ||
-        (v->complexity() == best->complexity() && v->name() < best->name()))
-      best = v;
-  }
-  return best;
 }
 
 // The median of a few timed runs after two warm-up runs, on the application's own operands.
@@ -137,35 +119,30 @@ Convolution::Convolution(const std::string& dispatch_json_path, const std::strin
     const convtune::DeviceInfo dev = have_gpu ? convtune::DeviceInfo::query(ordinal) : convtune::DeviceInfo{};
     // A fleet table: the table of this GPU's model, else of its architecture, else the defaults. The
     // table's own refusals (no entry for the family...) come before the missing GPU, as for one table.
-    const convtune::DeviceLookup on_device = convtune::lookup_on_device(
-        dispatch, dev.name, have_gpu ? std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) : "", m.problem);
+    // Only candidates that can run this shape on this GPU are chosen among.
+    const convtune::DispatchTable table(dispatch);
+    const std::string cc = have_gpu ? std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) : "";
+    const convtune::DeviceLookup on_device =
+        convtune::lookup_on_device(table, dev.name, cc, m.problem, have_gpu ? &dev : nullptr);
     if (!have_gpu) throw std::runtime_error("no usable CUDA device");
     const convtune::Lookup& pick = on_device.lookup;
     m.table = on_device.table_rule + (on_device.table_device.empty() ? "" : " (" + on_device.table_device + ")");
     m.jit = std::make_unique<convtune::JitCache>(convtune::JitCache::default_dir(), dev.arch());
 
-    // In order: the table's choice, the family's default in the table, the family's simplest kernel.
-    // A later one is used when an earlier one cannot run here (another GPU, a shape beyond a kernel's
-    // limit, a config this convtune's variant does not have...).
-    std::vector<Try> tries = {{pick.entry.at("variant").get<std::string>(), pick.entry.at("config"), pick.rule}};
-    const json defaults = dispatch.value("fallback", json::object()).value("defaults", json::object());
-    if (defaults.contains(m.problem.family)) {
-      const json& d = defaults[m.problem.family];
-      tries.push_back({d.at("variant").get<std::string>(), d.at("config"), "default"});
-    }
-    if (const convtune::Variant* simplest = simplest_variant(m.problem.family))
-      tries.push_back({simplest->name(), nullptr, "simplest"});
-
+    // In order: the table's choice, the family's default in the table, the family's simplest kernel. A
+    // later one is used when an earlier one cannot be prepared here (a kernel that fails to compile...).
+    const std::vector<json> tries = convtune::fallback_chain(table.pick(dev.name, cc), m.problem, &dev, pick);
     std::string why;
     std::set<std::string> tried;
-    for (const Try& t : tries) {
-      std::string name = t.variant;
+    for (const json& t : tries) {
+      const std::string variant = t.at("variant").get<std::string>();
+      std::string name = variant;
       try {
-        const convtune::Variant& v = convtune::Registry::instance().get(t.variant);
+        const convtune::Variant& v = convtune::Registry::instance().get(variant);
         if (v.family() != m.problem.family)
           throw std::runtime_error("a variant of family " + v.family() + ", not " + m.problem.family);
         const convtune::ParamSpace space = v.space(m.problem, dev);
-        json config = t.config;
+        json config = t.at("config");
         if (config.is_null()) {
           std::string refused;
           for (const convtune::Config& c : space.enumerate()) {
@@ -179,18 +156,18 @@ Convolution::Convolution(const std::string& dispatch_json_path, const std::strin
           if (config.is_null())
             throw std::runtime_error("no config of its space can run" + (refused.empty() ? "" : " (" + refused + ")"));
         }
-        config = space.complete_config(config, convtune::candidate_name(t.variant, config));
-        name = convtune::candidate_name(t.variant, config);
+        config = space.complete_config(config, convtune::candidate_name(variant, config));
+        name = convtune::candidate_name(variant, config);
         if (!tried.insert(name).second) continue;
         const convtune::Status st = v.can_implement(m.problem, config, dev);
         if (!st) throw std::runtime_error(st.reason);
         m.plan = v.prepare(m.problem, config, dev, *m.jit);
         m.candidate = name;
-        m.rule = t.rule;
+        m.rule = t.at("rule").get<std::string>();
         // A fallback costs speed the application would not otherwise notice.
         if (!why.empty())
           std::cerr << "convtune_runtime: using " << name << " for " << m.problem.key() << ":" << why << "\n";
-        if (tune_unseen && m.rule == "nearest") m.prepare_rivals(on_device.shortlist, dev);
+        if (tune_unseen && (m.rule == "nearest" || m.rule == "model")) m.prepare_rivals(on_device.shortlist, dev);
         return;
       } catch (const std::exception& e) {
         why += "\n  " + name + " cannot run: " + e.what();

@@ -180,7 +180,7 @@ TEST(Dispatch, IsDeterministic) {
 }
 
 TEST(Dispatch, LookupRules) {
-  const json d = make_dispatch(kSummary, synthetic_records());
+  const json d = make_dispatch(kSummary, synthetic_records(), false);  // the nearest rule: a table without a model
   auto check = [&](const Problem& p, const std::string& rule, const std::string& key) {
     const Lookup l = lookup(d, p);
     EXPECT_EQ(l.rule, rule) << p.key();
@@ -318,7 +318,7 @@ TEST(Dispatch, ExportRunWritesBothFiles) {
 // The export_app fixture is written by hand: it must stay in make_dispatch's format.
 TEST(Dispatch, FixtureHasTheExportFormat) {
   const json fixture = read_json(fs::path(CONVTUNE_SOURCE_DIR) / "tests/export_app/fixture_dispatch.json");
-  const json made = make_dispatch(kSummary, synthetic_records());
+  const json made = make_dispatch(kSummary, synthetic_records(), false);  // the fixture is a table without a model
   auto keys = [](const json& j) {
     std::vector<std::string> k;
     for (const auto& [name, v] : j.items()) k.push_back(name);
@@ -364,7 +364,7 @@ TEST(DispatchT4, RecordsMapToTheOpenResultsFormat) {
 
 // check_dispatch: the table built from the synthetic grid, tried on a run of two shapes it never measured.
 TEST(DispatchCheck, ComparesTheTablesChoiceWithTheBestOfTheRun) {
-  const json table = make_dispatch(kSummary, synthetic_records());
+  const json table = make_dispatch(kSummary, synthetic_records(), false);  // the nearest rule's choices
   const Problem near_r3 = conv2d(2048, 2048, 3), near_r7 = conv2d(4096, 4096, 6), unmeasured = conv2d(1024, 1024, 1);
   const json chosen_r3 = lookup(table, near_r3).entry, chosen_r7 = lookup(table, near_r7).entry;
   ASSERT_EQ(chosen_r3["variant"], "conv2d.cudnn");  // 1024 r=3's winner, the nearest shape with r=3
@@ -426,7 +426,7 @@ TEST(Dispatch, EntriesCarryTheirNextFastestCandidates) {
 }
 
 TEST(Dispatch, TuningShortlistTakesTheNearestEntriesAndTheirAlternates) {
-  const json table = make_dispatch(kSummary, synthetic_records());
+  const json table = make_dispatch(kSummary, synthetic_records(), false);  // no model: the nearest entries alone
   const std::string tiled_a = candidate_name("conv2d.register_tiled", kTiledA),
                     tiled_b = candidate_name("conv2d.register_tiled", kTiledB),
                     constant = candidate_name("conv2d.constant", kBlock), cudnn = candidate_name("conv2d.cudnn", kAlgo);

@@ -23,7 +23,7 @@ const fs::path kH100Run = fs::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-8
 // The table of a shipped run, relabelled as if measured on `name` (compute capability `cc`), with every
 // entry's candidate and time marked so that which table answered is visible.
 json table_as(const std::string& name, const std::string& cc, const std::string& mark) {
-  json t = make_dispatch(read_json(kH100Run / "summary.json"), read_records(kH100Run / "records.jsonl").records);
+  json t = make_dispatch(read_json(kH100Run / "summary.json"), read_records(kH100Run / "records.jsonl").records, false);
   t["device"]["name"] = name;
   t["device"]["compute_capability"] = cc;
   for (auto& e : t["entries"]) e["candidate"] = e["candidate"].get<std::string>() + mark;

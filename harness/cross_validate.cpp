@@ -1,0 +1,155 @@
+#include "harness/cross_validate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "harness/dispatch.h"
+#include "harness/error.h"
+#include "harness/records.h"
+
+namespace convtune {
+namespace {
+
+struct Stats {
+  int measured = 0, within = 0, within_125 = 0, unmeasured = 0;
+  double worst = 0, log_sum = 0;
+  void add(double r) {
+    ++measured;
+    within += r <= 1.1;
+    within_125 += r <= 1.25;
+    worst = std::max(worst, r);
+    log_sum += std::log(r);
+  }
+  json to_json() const {
+    return {{"measured", measured}, {"unmeasured", unmeasured}, {"within_1_1", within}, {"within_1_25", within_125},
+            {"worst_ratio", measured ? json(worst) : json(nullptr)},
+            {"geomean_ratio", measured ? json(std::exp(log_sum / measured)) : json(nullptr)}};
+  }
+};
+
+// problem key -> candidate -> median ms of its latest ok full-fidelity record.
+std::map<std::string, std::map<std::string, double>> measured_times(const std::vector<json>& records) {
+  std::map<std::string, std::map<std::string, double>> out;
+  for (const json& r : records)
+    if (r.value("status", "") == status::ok && r.contains("time") && r.value("fidelity", "full") == "full")
+      out[r.at("problem_key").get<std::string>()][r.at("candidate").get<std::string>()] = r["time"]["median_ms"].get<double>();
+  return out;
+}
+
+// problem key -> fold: per family, sorted keys round-robin.
+std::map<std::string, int> assign_folds(const std::vector<json>& records, int folds) {
+  std::map<std::string, std::set<std::string>> keys;
+  for (const json& r : records)
+    if (r.value("status", "") == status::ok) keys[r.at("family").get<std::string>()].insert(r.at("problem_key").get<std::string>());
+  std::map<std::string, int> out;
+  for (const auto& [family, set] : keys) {
+    int i = 0;
+    for (const auto& k : set) out[k] = i++ % folds;
+  }
+  return out;
+}
+
+void judge(Stats& s, const std::map<std::string, double>& ms, const std::string& candidate, double best, json& row,
+           const char* key) {
+  const auto it = ms.find(candidate);
+  if (it == ms.end()) {
+    ++s.unmeasured;
+    return;
+  }
+  s.add(it->second / best);
+  row[key] = it->second / best;
+}
+
+}  // namespace
+
+json cross_validate(const json& summary, const std::vector<json>& records, int folds) {
+  if (folds < 2) throw InputError("--folds " + std::to_string(folds) + ": allowed: 2 or more");
+  const auto times = measured_times(records);
+  const auto fold_of = assign_folds(records, folds);
+  const json device = summary.value("device", json::object());
+  const DeviceInfo dev = DeviceInfo::from_json(device);
+  std::map<std::string, Stats> model, nearest, tuned;
+  json rows = json::array();
+  int used_folds = 0;
+  for (int f = 0; f < folds; ++f) {
+    std::vector<json> train;
+    std::set<std::string> held;
+    for (const json& r : records) {
+      const auto it = fold_of.find(r.value("problem_key", std::string()));
+      if (it != fold_of.end() && it->second == f) held.insert(it->first);
+      else train.push_back(r);
+    }
+    if (held.empty()) continue;
+    ++used_folds;
+    const json table = make_dispatch(summary, train);
+    json plain = table;
+    plain.erase("model");
+    const DispatchTable with_model(table), without(plain);
+    const auto pick = with_model.pick(dev.name, ""), plain_pick = without.pick(dev.name, "");
+    for (const std::string& key : held) {
+      const auto t = times.find(key);
+      if (t == times.end()) continue;
+      const json problem = [&] {
+        for (const json& r : records)
+          if (r.value("problem_key", std::string()) == key) return r.at("problem");
+        return json();
+      }();
+      const Problem p = Problem::from_json(problem);
+      double best = 0;
+      for (const auto& [c, ms] : t->second) best = best == 0 ? ms : std::min(best, ms);
+      json row = {{"problem_key", key}, {"family", p.family}, {"fold", f}};
+      try {
+        const Lookup m = lookup(pick, p, &dev), n = lookup(plain_pick, p, &dev);
+        row["model_choice"] = m.entry.at("candidate");
+        row["model_rule"] = m.rule;
+        row["nearest_choice"] = n.entry.at("candidate");
+        judge(model[p.family], t->second, m.entry.at("candidate").get<std::string>(), best, row, "model_ratio");
+        judge(nearest[p.family], t->second, n.entry.at("candidate").get<std::string>(), best, row, "nearest_ratio");
+        double fastest = 0;
+        for (const json& c : tuning_shortlist(pick, p, &dev)) {
+          const auto it = t->second.find(c.at("candidate").get<std::string>());
+          if (it != t->second.end()) fastest = fastest == 0 ? it->second : std::min(fastest, it->second);
+        }
+        if (fastest > 0) {
+          tuned[p.family].add(fastest / best);
+          row["tuned_ratio"] = fastest / best;
+        } else {
+          ++tuned[p.family].unmeasured;
+        }
+      } catch (const InputError& e) {
+        row["error"] = e.what();  // nothing of the family in the other folds can run it
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  json families = json::object();
+  for (const auto& [f, s] : model)
+    families[f] = {{"model", s.to_json()}, {"nearest", nearest[f].to_json()}, {"tuned", tuned[f].to_json()}};
+  return {{"folds", used_folds}, {"families", families}, {"rows", rows}};
+}
+
+std::string format_cross_validation(const json& cv) {
+  std::ostringstream out;
+  char line[256];
+  out << "cross-validation over " << cv.at("folds").get<int>() << " folds: each problem judged by a table made without it\n";
+  std::snprintf(line, sizeof line, "%-18s %-8s %8s %10s %11s %8s %8s %10s\n", "family", "rule", "problems", "<=1.10x",
+                "<=1.25x", "worst", "geomean", "unmeasured");
+  out << line;
+  for (const auto& [f, by_rule] : cv.at("families").items())
+    for (const char* rule : {"model", "nearest", "tuned"}) {
+      const json& s = by_rule.at(rule);
+      const int n = s["measured"].get<int>();
+      auto pct = [&](const char* k) { return n ? 100.0 * s[k].get<int>() / n : 0.0; };
+      std::snprintf(line, sizeof line, "%-18s %-8s %8d %9.0f%% %10.0f%% %8.3f %8.3f %10d\n", f.c_str(), rule, n,
+                    pct("within_1_1"), pct("within_1_25"), n ? s["worst_ratio"].get<double>() : 0.0,
+                    n ? s["geomean_ratio"].get<double>() : 0.0, s["unmeasured"].get<int>());
+      out << line;
+    }
+  return out.str();
+}
+
+}  // namespace convtune

@@ -1,0 +1,25 @@
+// How well a run's table serves shapes it was not made from, measured on the run itself: its problems are
+// split into folds, and each fold's problems are judged by a table made from the other folds' records.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace convtune {
+
+using json = nlohmann::json;
+
+// Per family, its problems sorted by key go round-robin into `folds` folds (at most one per problem: then
+// it is leave-one-out). For each fold, make_dispatch() over the records of every other fold (with its
+// model), and for each held-out problem: the model's choice, the nearest rule's (the same table without
+// its model) and first-use tuning's (the fastest of the shortlist, as the run measured it), each as a
+// ratio to the best the run measured there. A choice the run did not measure counts as unmeasured.
+// summary: the run's summary.json (its device decides what can run). Returns {"folds", "families":
+// {family: {"model": stats, "nearest": stats, "tuned": stats, "unmeasured": {...}}}, "rows": [...]}, stats as
+// check_dispatch's (measured, within_1_1, within_1_25, worst_ratio, geomean_ratio).
+json cross_validate(const json& summary, const std::vector<json>& records, int folds);
+
+std::string format_cross_validation(const json& cv);
+
+}  // namespace convtune

@@ -1,0 +1,307 @@
+// The dispatch rules, written once: `lookup()`, `check-dispatch` and the runtime library call them through
+// harness/dispatch_table.h, and every exported header embeds this file verbatim. Standard library only.
+//
+// For a problem of a family: an exact entry; else, where the table carries a performance model for the
+// family, the candidate with the lowest predicted time among those that can run the shape; else the nearest
+// entry that can run it; else the family's safe default. A caller that knows what can run (the harness
+// asks each variant's can_implement) passes a CanRun; without one every candidate is taken to run.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace convtune_dispatch {
+
+constexpr int kMaxDims = 16;      // the family with the most dims has 14
+constexpr int kMaxParams = 8;     // tunables of one candidate
+constexpr int kMaxFeatures = 512;  // a model's features (dims x numeric tunables dominate)
+
+// A tunable's value: an integer (str_value == nullptr) or a name.
+struct Param {
+  const char* name;
+  int64_t int_value;
+  const char* str_value;
+};
+
+// One measured problem and its best candidate, or a candidate alone (a default, a model's candidate: dims
+// all 0, median_ms 0). dims are in the family's order (FamilyInfo::dims).
+struct Entry {
+  const char* family;
+  int64_t dims[kMaxDims];
+  const char* variant;
+  Param params[kMaxParams];
+  int param_count;
+  double median_ms;
+  const char* candidate;
+};
+
+// A performance model of one family: gradient-boosted regression trees over features() that predict
+// log2(median time / the problem's floor), so that candidates of one shape compare by prediction alone.
+struct Node {
+  int feature;  // -1: a leaf
+  float threshold;
+  int yes, no;  // node indices: yes when the feature < threshold
+  float value;  // a leaf's contribution
+};
+struct Model {
+  const char* const* variants;  // one-hot features, in this order
+  int variant_count;
+  const char* const* numeric;   // integer tunables: log2(value + 1), and each dim against each of them
+  int numeric_count;
+  const char* const* string_keys;    // (key, value) one-hot features of named tunables
+  const char* const* string_values;
+  int string_count;
+  float base;
+  const Node* nodes;
+  const int* roots;  // each tree's first node
+  int tree_count;
+  const Entry* candidates;  // what the model chooses among
+  int candidate_count;
+  const float* candidate_features;  // static_features() of each candidate, one row each
+};
+
+// constraint[i]: entries equal in dim i are preferred by the nearest rule (compile-time in kernels);
+// required[i]: an entry that differs in dim i is never used (it decides what a config may do, e.g. TF32 math).
+struct FamilyInfo {
+  const char* name;
+  int n_dims;
+  const char* dims[kMaxDims];
+  bool constraint[kMaxDims];
+  bool required[kMaxDims];
+  int default_index;  // into Table::defaults, -1 if none
+  int model_index;    // into Table::models, -1 if none
+};
+
+struct Table {
+  const char* device;
+  const char* compute_capability;
+  const FamilyInfo* families;
+  int family_count;
+  const Entry* entries;  // sorted by problem key; on equal distances the first wins
+  int entry_count;
+  const Entry* defaults;
+  const Model* models;
+};
+
+struct Choice {
+  const Entry* entry;  // nullptr when rule is "none"
+  const char* rule;    // "exact" | "model" | "nearest" | "default" | "none"
+  float predicted;     // rule "model": log2(predicted time / the problem's floor); else 0
+};
+
+// Whether `candidate` can run a problem of `dims` here. nullptr: everything can.
+using CanRun = bool (*)(const Entry& candidate, const int64_t* dims, void* context);
+
+inline const FamilyInfo* find_family(const Table& t, const char* family) {
+  for (int i = 0; i < t.family_count; ++i)
+    if (family && std::strcmp(t.families[i].name, family) == 0) return &t.families[i];
+  return nullptr;
+}
+
+inline bool can_run(CanRun check, void* context, const Entry& e, const int64_t* dims) {
+  return !check || check(e, dims, context);
+}
+
+inline int feature_count(const Model& m, const FamilyInfo& f) {
+  return f.n_dims + 1 + m.variant_count + m.numeric_count + m.string_count + f.n_dims * m.numeric_count;
+}
+
+inline const Param* find_param(const Entry& c, const char* name) {
+  for (int i = 0; i < c.param_count; ++i)
+    if (std::strcmp(c.params[i].name, name) == 0) return &c.params[i];
+  return nullptr;
+}
+
+// What the model knows of a candidate alone: its variant and named tunables one-hot, and log2(value + 1) of
+// each integer tunable (-1: absent). Computed once per candidate (Model::candidate_features).
+inline int static_feature_count(const Model& m) { return m.variant_count + m.numeric_count + m.string_count; }
+
+inline void static_features(const Model& m, const Entry& c, float* out) {
+  int n = 0;
+  for (int v = 0; v < m.variant_count; ++v) out[n++] = std::strcmp(c.variant, m.variants[v]) == 0 ? 1.0f : 0.0f;
+  for (int k = 0; k < m.numeric_count; ++k) {
+    const Param* p = find_param(c, m.numeric[k]);
+    out[n++] = p && !p->str_value ? float(std::log2(double(p->int_value) + 1.0)) : -1.0f;
+  }
+  for (int s = 0; s < m.string_count; ++s) {
+    const Param* p = find_param(c, m.string_keys[s]);
+    out[n++] = p && p->str_value && std::strcmp(p->str_value, m.string_values[s]) == 0 ? 1.0f : 0.0f;
+  }
+}
+
+// The model's inputs for a candidate (its static_features) on a problem whose dims give log_dims[i] =
+// log2(dims[i] + 1): those and their sum (the size), the static features, and each dim over each integer
+// tunable in log2 (how many tiles, maps or splits the shape makes of it; -100 where the tunable is absent).
+inline int features(const Model& m, const FamilyInfo& f, const double* log_dims, const float* candidate, float* out) {
+  int n = 0;
+  double size = 0;
+  for (int i = 0; i < f.n_dims; ++i) {
+    out[n++] = float(log_dims[i]);
+    size += log_dims[i];
+  }
+  out[n++] = float(size);
+  const int statics = static_feature_count(m);
+  for (int j = 0; j < statics; ++j) out[n++] = candidate[j];
+  const float* logs = candidate + m.variant_count;
+  for (int i = 0; i < f.n_dims; ++i)
+    for (int k = 0; k < m.numeric_count; ++k) out[n++] = logs[k] < 0 ? -100.0f : float(log_dims[i] - double(logs[k]));
+  return n;
+}
+
+inline void log_dims_of(const FamilyInfo& f, const int64_t* dims, double* out) {
+  for (int i = 0; i < f.n_dims; ++i) out[i] = std::log2(double(dims[i]) + 1.0);
+}
+
+inline float predict(const Model& m, const float* x) {
+  float y = m.base;
+  for (int t = 0; t < m.tree_count; ++t) {
+    int i = m.roots[t];
+    while (m.nodes[i].feature >= 0) i = x[m.nodes[i].feature] < m.nodes[i].threshold ? m.nodes[i].yes : m.nodes[i].no;
+    y += m.nodes[i].value;
+  }
+  return y;
+}
+
+// Picks, k times, the lowest key not taken yet whose item can run (ties: the lower index), so that the
+// check (can_implement in the harness) runs on the few best items only. Returns how many were found.
+template <class Key, class Runs>
+inline int take_lowest(const Key* keys, int n, bool* taken, int* out, int k, Runs runs) {
+  int found = 0;
+  while (found < k) {
+    int best = -1;
+    for (int i = 0; i < n; ++i)
+      if (!taken[i] && (best < 0 || keys[i] < keys[best])) best = i;
+    if (best < 0) break;
+    taken[best] = true;
+    if (runs(best)) out[found++] = best;
+  }
+  return found;
+}
+
+constexpr int kMaxCandidates = 256;  // a model's candidates
+
+// The model's k lowest predictions among the candidates that can run, best first: their indices into
+// m.candidates in `out` (and the predictions in `predicted`, if given). Returns how many (<= k).
+inline int rank_by_model(const Model& m, const FamilyInfo& f, const int64_t* dims, CanRun check, void* context,
+                         int* out, float* predicted, int k) {
+  if (feature_count(m, f) > kMaxFeatures || m.candidate_count > kMaxCandidates) return 0;
+  float x[kMaxFeatures], y[kMaxCandidates];
+  bool taken[kMaxCandidates] = {};
+  double log_dims[kMaxDims];
+  log_dims_of(f, dims, log_dims);
+  for (int c = 0; c < m.candidate_count; ++c) {
+    features(m, f, log_dims, m.candidate_features + c * static_feature_count(m), x);
+    y[c] = predict(m, x);
+  }
+  const int n = take_lowest(y, m.candidate_count, taken, out, k,
+                            [&](int c) { return can_run(check, context, m.candidates[c], dims); });
+  if (predicted)
+    for (int j = 0; j < n; ++j) predicted[j] = y[out[j]];
+  return n;
+}
+
+// Distances of entry e from the problem: sums over dims of |log2((a + 1) / (b + 1))|, over the constraint
+// dims and over the others. False when e is of another family or differs in a required dim.
+inline bool entry_distance(const FamilyInfo& f, const Entry& e, const int64_t* dims, double* constraint_d,
+                           double* shape_d, bool* exact) {
+  if (std::strcmp(e.family, f.name) != 0) return false;
+  *constraint_d = *shape_d = 0;
+  *exact = true;
+  for (int i = 0; i < f.n_dims; ++i) {
+    if (e.dims[i] != dims[i] && f.required[i]) return false;
+    *exact = *exact && e.dims[i] == dims[i];
+    const double d = std::fabs(std::log2((double(e.dims[i]) + 1.0) / (double(dims[i]) + 1.0)));
+    (f.constraint[i] ? *constraint_d : *shape_d) += d;
+  }
+  return true;
+}
+
+// The k nearest entries that can run, nearest first: by constraint distance, then shape distance, then
+// the earlier entry. Their indices into t.entries in `out`; returns how many (<= k). Each pass takes the
+// next entry in that order, so that the check (can_implement in the harness) runs on the nearest only.
+struct Distance {
+  double constraint, shape;
+  int index;
+  bool operator<(const Distance& o) const {
+    if (constraint < o.constraint - 1e-9) return true;
+    if (constraint > o.constraint + 1e-9) return false;
+    if (shape < o.shape - 1e-9) return true;
+    if (shape > o.shape + 1e-9) return false;
+    return index < o.index;
+  }
+};
+inline int nearest_entries(const Table& t, const FamilyInfo& f, const int64_t* dims, CanRun check, void* context,
+                           int* out, int k) {
+  int found = 0;
+  Distance last{0, 0, -1};
+  bool first = true;
+  while (found < k) {
+    Distance next{0, 0, -1};
+    for (int e = 0; e < t.entry_count; ++e) {
+      Distance d{0, 0, e};
+      bool exact;
+      if (!entry_distance(f, t.entries[e], dims, &d.constraint, &d.shape, &exact)) continue;
+      if ((first || last < d) && (next.index < 0 || d < next)) next = d;
+    }
+    if (next.index < 0) break;
+    first = false;
+    last = next;
+    if (can_run(check, context, t.entries[next.index], dims)) out[found++] = next.index;
+  }
+  return found;
+}
+
+inline Choice select(const Table& t, const char* family, const int64_t* dims, int n_dims, CanRun check = nullptr,
+                     void* context = nullptr) {
+  const FamilyInfo* f = find_family(t, family);
+  if (!f || !dims || n_dims != f->n_dims) return {nullptr, "none", 0};
+  for (int i = 0; i < n_dims; ++i)
+    if (dims[i] < 0) return {nullptr, "none", 0};
+  for (int e = 0; e < t.entry_count; ++e) {
+    double c, s;
+    bool exact;
+    if (entry_distance(*f, t.entries[e], dims, &c, &s, &exact) && exact && can_run(check, context, t.entries[e], dims))
+      return {&t.entries[e], "exact", 0};
+  }
+  if (f->model_index >= 0 && t.models) {
+    const Model& m = t.models[f->model_index];
+    int best;
+    float predicted;
+    if (rank_by_model(m, *f, dims, check, context, &best, &predicted, 1) == 1)
+      return {&m.candidates[best], "model", predicted};
+  }
+  int nearest;
+  if (nearest_entries(t, *f, dims, check, context, &nearest, 1) == 1) return {&t.entries[nearest], "nearest", 0};
+  if (f->default_index >= 0 && can_run(check, context, t.defaults[f->default_index], dims))
+    return {&t.defaults[f->default_index], "default", 0};
+  return {nullptr, "none", 0};
+}
+
+// A fleet: one table per GPU model. The table of the exact model (its name); else of a model of the same
+// architecture (compute capability); else none applies: -1, and the caller uses the first table's defaults
+// alone (defaults_only).
+inline int pick_table(const Table* tables, int n, const char* device_name, const char* compute_capability,
+                      const char** rule) {
+  for (int i = 0; i < n; ++i)
+    if (device_name && std::strcmp(tables[i].device, device_name) == 0) {
+      *rule = "exact model";
+      return i;
+    }
+  for (int i = 0; i < n; ++i)
+    if (compute_capability && compute_capability[0] && std::strcmp(tables[i].compute_capability, compute_capability) == 0) {
+      *rule = "same architecture";
+      return i;
+    }
+  *rule = "default";
+  return -1;
+}
+
+// A table's safe defaults alone: what a GPU gets that no table of the fleet was measured on.
+inline Table defaults_only(const Table& t) {
+  Table d = t;
+  d.entry_count = 0;
+  d.models = nullptr;
+  return d;
+}
+
+}  // namespace convtune_dispatch

@@ -1,0 +1,257 @@
+#include "harness/dispatch_table.h"
+
+#include <algorithm>
+#include <set>
+
+#include "harness/error.h"
+#include "harness/family.h"
+#include "harness/params.h"
+#include "harness/records.h"
+
+namespace convtune {
+namespace {
+
+std::vector<std::string> names_in(const json& fallback, const char* key, const std::string& family,
+                                  std::vector<std::string> otherwise) {
+  const json c = fallback.value(key, json::object());
+  return c.is_object() && c.contains(family) ? c[family].get<std::vector<std::string>>() : otherwise;
+}
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string where_of(const json& table) {
+  const json dev = table.value("device", json::object());
+  return dev.is_object() && dev.contains("name") && dev["name"].is_string()
+             ? "dispatch table of " + dev["name"].get<std::string>()
+             : std::string("dispatch table");
+}
+
+}  // namespace
+
+json entry_candidate(const rules::Entry& e) {
+  json config = json::object();
+  for (int i = 0; i < e.param_count; ++i)
+    config[e.params[i].name] = e.params[i].str_value ? json(e.params[i].str_value) : json(e.params[i].int_value);
+  return {{"variant", e.variant}, {"config", config}, {"candidate", e.candidate}};
+}
+
+const char* DispatchTable::text(const std::string& s) { return strings_.emplace_back(s).c_str(); }
+
+DispatchTable::DispatchTable(json dispatch) : source_(std::move(dispatch)) {
+  if (!source_.is_object()) throw InputError("dispatch table: not a JSON object");
+  fleet_ = source_.value("fleet", false);
+  if (fleet_ && (!source_.contains("tables") || !source_["tables"].is_array() || source_["tables"].empty()))
+    throw InputError("dispatch table: a fleet table needs a non-empty \"tables\" array");
+  const json& tables = fleet_ ? source_["tables"] : source_;
+  const size_t n = fleet_ ? tables.size() : 1;
+  for (size_t i = 0; i < n; ++i) {
+    tables_.push_back(std::make_unique<CompiledTable>());
+    compile(fleet_ ? tables[i] : source_, *tables_.back());
+    views_.push_back(tables_.back()->view);
+  }
+}
+
+namespace {
+
+// An entry, default or model candidate of `family` as rules::Entry (dims from "problem" when given).
+rules::Entry make_entry(DispatchTable& t, const std::string& family, const json& e, const json* problem,
+                        const std::string& where) {
+  rules::Entry out{};
+  out.family = t.text(family);
+  if (problem) {
+    const auto dims = find_family(family).dims();
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const auto& d = dims[i];
+      if (problem->contains(d.name) && (*problem)[d.name].is_number_integer())
+        out.dims[i] = (*problem)[d.name].get<int64_t>();
+      else if (d.has_default)
+        out.dims[i] = d.default_value;
+      else
+        throw InputError(where + ": problem lacks dim '" + d.name + "'");
+    }
+  }
+  if (!e.contains("variant") || !e["variant"].is_string()) throw InputError(where + ": no \"variant\" name");
+  out.variant = t.text(e["variant"].get<std::string>());
+  const json config = e.value("config", json::object());
+  if (!config.is_object() || config.size() > size_t(rules::kMaxParams))
+    throw InputError(where + ": config must be an object of at most " + std::to_string(rules::kMaxParams) + " tunables");
+  for (const auto& [k, v] : config.items()) {  // sorted by name
+    rules::Param& p = out.params[out.param_count++];
+    p.name = t.text(k);
+    if (v.is_number_integer() || v.is_boolean())
+      p.int_value = v.is_boolean() ? int64_t(v.get<bool>()) : v.get<int64_t>();
+    else if (v.is_string())
+      p.str_value = t.text(v.get<std::string>());
+    else
+      throw InputError(where + ": tunable " + k + " is neither an integer nor a string");
+  }
+  out.median_ms = e.contains("median_ms") && e["median_ms"].is_number() ? e["median_ms"].get<double>() : 0.0;
+  out.candidate = t.text(e.value("candidate", candidate_name(e["variant"].get<std::string>(), config)));
+  return out;
+}
+
+const char* const* name_array(DispatchTable& t, CompiledTable& c, const std::vector<std::string>& names) {
+  std::vector<const char*>& list = c.name_lists.emplace_back();
+  for (const auto& n : names) list.push_back(t.text(n));
+  return list.data();
+}
+
+
+std::vector<std::string> strings_at(const json& m, const char* key, const std::string& where) {
+  if (!m.contains(key) || !m[key].is_array()) throw InputError(where + ": no \"" + key + "\" array");
+  std::vector<std::string> out;
+  for (const json& v : m[key]) {
+    if (!v.is_string()) throw InputError(where + ": \"" + key + "\" must hold names");
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+// One tree's nodes, appended to `nodes` with their links made absolute. Throws on a link out of the tree or
+// one that does not lead down (a corrupt file must not loop the rules).
+void append_tree(std::vector<rules::Node>& nodes, const json& tree, int feature_count, const std::string& where) {
+  const json& f = tree.at("feature");
+  const size_t n = f.size(), first = nodes.size();
+  for (const char* key : {"threshold", "yes", "no", "value"})
+    if (!tree.at(key).is_array() || tree[key].size() != n) throw InputError(where + ": tree arrays differ in length");
+  for (size_t i = 0; i < n; ++i) {
+    rules::Node node{f[i].get<int>(), tree["threshold"][i].get<float>(), tree["yes"][i].get<int>(),
+                     tree["no"][i].get<int>(), tree["value"][i].get<float>()};
+    if (node.feature >= feature_count) throw InputError(where + ": a split on feature " + std::to_string(node.feature) +
+                                                        " of " + std::to_string(feature_count));
+    if (node.feature >= 0) {
+      if (node.yes < 0 || node.no < 0 || node.yes >= int(n) || node.no >= int(n))
+        throw InputError(where + ": a tree link out of the tree");
+      node.yes += int(first);
+      node.no += int(first);
+    }
+    nodes.push_back(node);
+  }
+  // Every node reached once from the root at most: a corrupt link must not loop the rules.
+  std::vector<int> seen(n, 0), stack = {int(first)};
+  while (!stack.empty()) {
+    const int i = stack.back();
+    stack.pop_back();
+    if (seen[size_t(i) - first]++) throw InputError(where + ": a tree whose links meet or loop");
+    if (nodes[size_t(i)].feature >= 0) {
+      stack.push_back(nodes[size_t(i)].yes);
+      stack.push_back(nodes[size_t(i)].no);
+    }
+  }
+}
+
+rules::Model compile_model(DispatchTable& t, CompiledTable& c, const rules::FamilyInfo& f, const json& m,
+                           const std::string& where) {
+  try {
+    rules::Model out{};
+    const auto variants = strings_at(m, "variants", where), numeric = strings_at(m, "numeric", where);
+    std::vector<std::string> keys, values;
+    for (const json& kv : m.at("strings")) {
+      keys.push_back(kv.at(0).get<std::string>());
+      values.push_back(kv.at(1).get<std::string>());
+    }
+    out.variants = name_array(t, c, variants);
+    out.variant_count = int(variants.size());
+    out.numeric = name_array(t, c, numeric);
+    out.numeric_count = int(numeric.size());
+    out.string_keys = name_array(t, c, keys);
+    out.string_values = name_array(t, c, values);
+    out.string_count = int(keys.size());
+    const int features = rules::feature_count(out, f);
+    if (features > rules::kMaxFeatures || m.at("feature_count").get<int>() != features)
+      throw InputError(where + ": made for " + m["feature_count"].dump() + " features, the family's dims and its tunables give " +
+                       std::to_string(features) + " (a model of another convtune or another family?)");
+    out.base = m.at("base").get<float>();
+    std::vector<rules::Node>& nodes = c.node_lists.emplace_back();
+    std::vector<int>& roots = c.root_lists.emplace_back();
+    for (const json& tree : m.at("trees")) {
+      roots.push_back(int(nodes.size()));
+      append_tree(nodes, tree, features, where);
+      if (nodes.size() == size_t(roots.back())) throw InputError(where + ": an empty tree");
+    }
+    out.nodes = nodes.data();
+    out.roots = roots.data();
+    out.tree_count = int(roots.size());
+    std::vector<rules::Entry>& cands = c.candidate_lists.emplace_back();
+    for (const json& cand : m.at("candidates")) cands.push_back(make_entry(t, f.name, cand, nullptr, where));
+    if (cands.size() > size_t(rules::kMaxCandidates))
+      throw InputError(where + ": " + std::to_string(cands.size()) + " candidates; allowed: at most " +
+                       std::to_string(rules::kMaxCandidates));
+    out.candidates = cands.data();
+    out.candidate_count = int(cands.size());
+    std::vector<float>& statics = c.feature_lists.emplace_back(cands.size() * size_t(rules::static_feature_count(out)));
+    for (size_t i = 0; i < cands.size(); ++i)
+      rules::static_features(out, cands[i], statics.data() + i * size_t(rules::static_feature_count(out)));
+    out.candidate_features = statics.data();
+    return out;
+  } catch (const json::exception& e) {
+    throw InputError(where + ": malformed (" + std::string(e.what()) + ")");
+  }
+}
+
+}  // namespace
+
+void DispatchTable::compile(const json& table, CompiledTable& c) {
+  const std::string where = where_of(table);
+  c.source = &table;
+  if (!table.contains("entries") || !table["entries"].is_array()) throw InputError(where + ": no \"entries\" array");
+  const json fallback = table.value("fallback", json::object());
+  const json defaults = fallback.value("defaults", json::object());
+  const json model = table.value("model", json::object()).value("families", json::object());
+  std::set<std::string> families;
+  for (const json& e : table["entries"]) families.insert(e.value("family", std::string()));
+  for (const auto& [f, d] : defaults.items()) families.insert(f);
+  for (const auto& [f, m] : model.items()) families.insert(f);
+  for (const std::string& f : families) {
+    const Family& fam = find_family(f);
+    const auto dims = fam.dims();
+    if (dims.size() > size_t(rules::kMaxDims)) throw InputError(f + ": more dims than the rules hold");
+    rules::FamilyInfo info{};
+    info.name = text(f);
+    info.n_dims = int(dims.size());
+    const auto cons = names_in(fallback, "constraints", f, fam.constraint_dims());
+    const auto required = names_in(fallback, "required", f, fam.required_dims());
+    for (size_t i = 0; i < dims.size(); ++i) {
+      info.dims[i] = text(dims[i].name);
+      info.constraint[i] = listed(cons, dims[i].name);
+      info.required[i] = listed(required, dims[i].name);
+    }
+    info.default_index = -1;
+    if (defaults.contains(f)) {
+      info.default_index = int(c.defaults.size());
+      c.defaults.push_back(make_entry(*this, f, defaults[f], nullptr, where + ": default of " + f));
+    }
+    info.model_index = -1;
+    c.families.push_back(info);
+  }
+  for (const json& e : table["entries"])
+    c.entries.push_back(make_entry(*this, e.value("family", std::string()), e, &e.at("problem"),
+                                   where + ": entry " + e.value("problem_key", std::string("?"))));
+  for (auto& info : c.families)
+    if (model.contains(info.name)) {
+      info.model_index = int(c.models.size());
+      c.models.push_back(compile_model(*this, c, info, model[info.name], where + ": model of " + info.name));
+      c.model_families.push_back(info.name);
+    }
+  const json dev = table.value("device", json::object());
+  c.view = {text(dev.is_object() ? dev.value("name", "") : ""),
+            text(dev.is_object() ? dev.value("compute_capability", "") : ""),
+            c.families.data(),
+            int(c.families.size()),
+            c.entries.data(),
+            int(c.entries.size()),
+            c.defaults.data(),
+            c.models.data()};
+}
+
+DispatchTable::Pick DispatchTable::pick(const std::string& device_name, const std::string& compute_capability) const {
+  if (!fleet_) return {tables_[0].get(), tables_[0]->view, "single table"};
+  const char* rule = "";
+  const int i = rules::pick_table(views_.data(), int(views_.size()), device_name.c_str(), compute_capability.c_str(), &rule);
+  if (i < 0) return {tables_[0].get(), rules::defaults_only(tables_[0]->view), rule};
+  return {tables_[size_t(i)].get(), tables_[size_t(i)]->view, rule};
+}
+
+}  // namespace convtune

@@ -1,0 +1,73 @@
+// A dispatch.json (one table or a fleet) turned into the plain arrays of harness/dispatch_rules.h, which
+// lookup(), check-dispatch, the runtime library and every exported header run the rules on. The header
+// prints the same arrays, so that what an application compiles and what the harness decides agree.
+#pragma once
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/dispatch_rules.h"
+
+namespace convtune {
+
+using json = nlohmann::json;
+namespace rules = convtune_dispatch;
+
+// One table's arrays. Entry i is the table's "entries"[i]; model candidate j of a family is its model's
+// "candidates"[j].
+struct CompiledTable {
+  rules::Table view{};
+  const json* source = nullptr;  // the table's JSON (owned by DispatchTable)
+  std::vector<rules::FamilyInfo> families;
+  std::vector<rules::Entry> entries, defaults;
+  std::vector<rules::Model> models;
+  std::vector<std::string> model_families;  // models[i]'s family
+  // Storage the arrays point into.
+  std::deque<std::vector<rules::Entry>> candidate_lists;
+  std::deque<std::vector<rules::Node>> node_lists;
+  std::deque<std::vector<int>> root_lists;
+  std::deque<std::vector<float>> feature_lists;
+  std::deque<std::vector<const char*>> name_lists;
+};
+
+class DispatchTable {
+ public:
+  // A single table or a fleet (harness/fleet.h). Throws InputError naming what is malformed: a family this
+  // convtune does not know, a dim missing from an entry, a model that does not match its family.
+  explicit DispatchTable(json dispatch);
+  DispatchTable(const DispatchTable&) = delete;
+  DispatchTable& operator=(const DispatchTable&) = delete;
+
+  const json& source() const { return source_; }
+  bool fleet() const { return fleet_; }
+  size_t size() const { return tables_.size(); }
+  const CompiledTable& table(size_t i) const { return *tables_[i]; }
+
+  // The table a device gets ("single table", or the fleet's "exact model", "same architecture", "default":
+  // the first table's defaults alone).
+  struct Pick {
+    const CompiledTable* table;
+    rules::Table view;  // table->view, or its defaults alone
+    std::string rule;
+  };
+  Pick pick(const std::string& device_name, const std::string& compute_capability) const;
+
+  // Interned text: the arrays hold pointers into this.
+  const char* text(const std::string& s);
+
+ private:
+  json source_;
+  bool fleet_ = false;
+  std::vector<std::unique_ptr<CompiledTable>> tables_;
+  std::deque<std::string> strings_;
+  std::vector<rules::Table> views_;  // for rules::pick_table
+  void compile(const json& table, CompiledTable& out);
+};
+
+// A candidate of a table as JSON: {"variant", "config", "candidate"}.
+json entry_candidate(const rules::Entry& e);
+
+}  // namespace convtune

@@ -1,0 +1,330 @@
+#include "harness/perf_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <cstdlib>
+#include <stdexcept>
+
+#ifdef CONVTUNE_HAVE_XGBOOST
+#include <xgboost/c_api.h>
+#include <xgboost/version_config.h>
+#endif
+
+#include "harness/dispatch_rules.h"
+#include "harness/error.h"
+#include "harness/family.h"
+#include "harness/records.h"
+#include "harness/select.h"
+
+namespace convtune {
+namespace rules = convtune_dispatch;
+
+double table_floor_ms(const json& table, const Problem& p) {
+  const json c = table.is_object() ? table.value("ceilings", json::object()) : json::object();
+  const double copy = c.is_object() && c.value("copy_gbps", 0.0) > 0 ? c["copy_gbps"].get<double>() : 3000.0;
+  const double fma = c.is_object() && c.value("fp32_gflops", 0.0) > 0 ? c["fp32_gflops"].get<double>() : 60000.0;
+  return std::max(p.min_bytes() / (copy * 1e9), p.direct_flops() / (fma * 1e9)) * 1e3;
+}
+
+ModelOptions ModelOptions::from_env() {
+  ModelOptions o;
+  const char* env = std::getenv("CONVTUNE_MODEL_OPTIONS");
+  std::stringstream list(env ? env : "");
+  for (std::string item; std::getline(list, item, ',');) {
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    try {
+      if (key == "rounds") o.rounds = std::stoi(value);
+      else if (key == "depth") o.depth = std::stoi(value);
+      else if (key == "eta") o.eta = std::stod(value);
+      else if (key == "clip") o.clip = std::stod(value);
+      else if (key == "max_candidates") o.max_candidates = size_t(std::stoul(value));
+      else if (key == "near_weight") o.near_weight = std::stod(value);
+      else if (key == "relative") o.relative = std::stoi(value) != 0;
+      else throw std::invalid_argument(key);
+    } catch (const std::exception&) {
+      throw InputError("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: rounds=N, depth=N, eta=X, clip=X, max_candidates=N, near_weight=X, relative=0|1");
+    }
+  }
+  return o;
+}
+
+namespace {
+
+constexpr size_t kMinModelProblems = 3;
+
+// One family's training set: the latest ok full-fidelity record of each (problem, candidate).
+struct FamilyData {
+  std::map<std::pair<std::string, std::string>, const json*> latest;  // (problem key, candidate) -> record
+  std::set<std::string> problems;
+};
+
+std::map<std::string, FamilyData> training_records(const std::vector<json>& records) {
+  std::map<std::string, FamilyData> out;
+  for (const json& r : records) {
+    if (r.value("status", "") != status::ok || !r.contains("time") || r.value("fidelity", "full") == "brief") continue;
+    FamilyData& d = out[r.at("family").get<std::string>()];
+    const std::string key = r.at("problem_key").get<std::string>();
+    d.latest[{key, r.at("candidate").get<std::string>()}] = &r;  // a later record replaces an earlier one
+    d.problems.insert(key);
+  }
+  return out;
+}
+
+// What the model chooses among: every candidate the table names for the family (choices, alternates,
+// baselines, the default) and each variant's fastest config on each problem, ranked by how many problems it was within 10% of the best on, then by name; at most `cap`.
+std::vector<json> model_candidates(const json& table, const std::string& family, const FamilyData& data, size_t cap) {
+  std::map<std::string, json> named;
+  auto add = [&](const json& c) {
+    const json config = c.value("config", json::object());
+    const std::string name = c.value("candidate", candidate_name(c.at("variant").get<std::string>(), config));
+    named.emplace(name, json{{"variant", c.at("variant")}, {"config", config}, {"candidate", name}});
+  };
+  for (const json& e : table.at("entries")) {
+    if (e.at("family") != family) continue;
+    add(e);
+    for (const json& a : e.value("alternates", json::array())) add(a);
+    for (const json& b : e.value("baselines", json::array())) add(b);
+  }
+  const json defaults = table.value("fallback", json::object()).value("defaults", json::object());
+  if (defaults.contains(family)) add(defaults[family]);
+  std::map<std::string, double> best;
+  std::map<std::pair<std::string, std::string>, const json*> variant_best;  // (problem, variant) -> fastest
+  for (const auto& [key, r] : data.latest) {
+    const double ms = r->at("time").at("median_ms").get<double>();
+    auto it = best.find(key.first);
+    if (it == best.end() || ms < it->second) best[key.first] = ms;
+    const json*& vb = variant_best[{key.first, r->at("variant").get<std::string>()}];
+    if (!vb || ms < vb->at("time").at("median_ms").get<double>()) vb = r;
+  }
+  for (const auto& [key, r] : variant_best) add(*r);  // so that each variant's best configs compete
+  std::map<std::string, int> near_best;
+  for (const auto& [key, r] : data.latest)
+    if (r->at("time").at("median_ms").get<double>() <= 1.1 * best[key.first]) ++near_best[key.second];
+  std::vector<std::pair<int, std::string>> ranked;
+  for (const auto& [name, c] : named) ranked.push_back({-near_best[name], name});
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<json> out;
+  for (size_t i = 0; i < ranked.size() && i < cap; ++i) out.push_back(named[ranked[i].second]);
+  return out;
+}
+
+// The feature layout of a family's model: its variants, integer tunables and (name, value) pairs, sorted.
+struct Layout {
+  std::vector<std::string> variants, numeric;
+  std::vector<std::pair<std::string, std::string>> strings;
+};
+
+Layout layout_of(const FamilyData& data) {
+  std::set<std::string> variants, numeric;
+  std::set<std::pair<std::string, std::string>> strings;
+  for (const auto& [key, r] : data.latest) {
+    variants.insert(r->at("variant").get<std::string>());
+    const json config = r->value("config", json::object());
+    for (const auto& [k, v] : config.items()) {
+      if (v.is_string()) strings.insert({k, v.get<std::string>()});
+      else numeric.insert(k);
+    }
+  }
+  return {{variants.begin(), variants.end()}, {numeric.begin(), numeric.end()}, {strings.begin(), strings.end()}};
+}
+
+// The layout as the rules see it; `names` holds the text it points into.
+struct RulesLayout {
+  std::vector<const char*> variants, numeric, keys, values;
+  rules::Model model{};
+  rules::FamilyInfo family{};
+};
+
+void fill_rules_layout(const Layout& l, const std::string& family, RulesLayout& out) {
+  for (const auto& v : l.variants) out.variants.push_back(v.c_str());
+  for (const auto& n : l.numeric) out.numeric.push_back(n.c_str());
+  for (const auto& [k, v] : l.strings) {
+    out.keys.push_back(k.c_str());
+    out.values.push_back(v.c_str());
+  }
+  out.model.variants = out.variants.data();
+  out.model.variant_count = int(out.variants.size());
+  out.model.numeric = out.numeric.data();
+  out.model.numeric_count = int(out.numeric.size());
+  out.model.string_keys = out.keys.data();
+  out.model.string_values = out.values.data();
+  out.model.string_count = int(out.keys.size());
+  out.family.name = family.c_str();
+  out.family.n_dims = int(find_family(family).dims().size());
+}
+
+// A record's candidate as a rules::Entry; its text stays in `r`.
+rules::Entry record_entry(const json& r, std::vector<std::string>& text) {
+  rules::Entry e{};
+  text.push_back(r.at("variant").get<std::string>());
+  e.variant = text.back().c_str();
+  const json config = r.value("config", json::object());
+  for (const auto& [k, v] : config.items()) {
+    if (e.param_count == rules::kMaxParams) break;
+    rules::Param& p = e.params[e.param_count++];
+    text.push_back(k);
+    p.name = text.back().c_str();
+    if (v.is_string()) {
+      text.push_back(v.get<std::string>());
+      p.str_value = text.back().c_str();
+    } else {
+      p.int_value = v.is_boolean() ? int64_t(v.get<bool>()) : v.get<int64_t>();
+    }
+  }
+  return e;
+}
+
+std::vector<int64_t> problem_dims(const json& problem, const std::string& family) {
+  const Problem p = Problem::from_json(problem);
+  std::vector<int64_t> dims;
+  for (const auto& d : find_family(family).dims()) dims.push_back(p.at(d.name));
+  return dims;
+}
+
+}  // namespace
+
+#ifdef CONVTUNE_HAVE_XGBOOST
+
+bool model_fitting_available() { return true; }
+
+namespace {
+
+void xgb_check(int rc, const char* what) {
+  if (rc != 0) throw std::runtime_error(std::string("XGBoost ") + what + ": " + XGBGetLastError());
+}
+
+// Owned XGBoost handles.
+struct Booster {
+  DMatrixHandle data = nullptr;
+  BoosterHandle booster = nullptr;
+  ~Booster() {
+    if (booster) XGBoosterFree(booster);
+    if (data) XGDMatrixFree(data);
+  }
+};
+
+// The trees of a saved XGBoost model as the table stores them: per tree the arrays feature (-1: leaf),
+// threshold, yes, no, value.
+json trees_of(const json& saved) {
+  json out = json::array();
+  for (const json& t : saved.at("learner").at("gradient_booster").at("model").at("trees")) {
+    const json& left = t.at("left_children");
+    json tree = {{"feature", json::array()}, {"threshold", json::array()}, {"yes", json::array()},
+                 {"no", json::array()}, {"value", json::array()}};
+    for (size_t i = 0; i < left.size(); ++i) {
+      const bool leaf = left[i].get<int>() < 0;
+      const float cond = t.at("split_conditions")[i].get<float>();
+      tree["feature"].push_back(leaf ? -1 : t.at("split_indices")[i].get<int>());
+      tree["threshold"].push_back(leaf ? 0.0f : cond);
+      tree["yes"].push_back(leaf ? -1 : left[i].get<int>());
+      tree["no"].push_back(leaf ? -1 : t.at("right_children")[i].get<int>());
+      tree["value"].push_back(leaf ? cond : 0.0f);
+    }
+    out.push_back(std::move(tree));
+  }
+  return out;
+}
+
+json fit_trees(const std::vector<float>& x, const std::vector<float>& y, const std::vector<float>& w, size_t columns,
+               float base, const ModelOptions& o) {
+  Booster b;
+  const bst_ulong rows = y.size();
+  xgb_check(XGDMatrixCreateFromMat(x.data(), rows, bst_ulong(columns), NAN, &b.data), "matrix");
+  xgb_check(XGDMatrixSetFloatInfo(b.data, "label", y.data(), rows), "labels");
+  xgb_check(XGDMatrixSetFloatInfo(b.data, "weight", w.data(), rows), "weights");
+  xgb_check(XGBoosterCreate(&b.data, 1, &b.booster), "booster");
+  const std::vector<std::pair<const char*, std::string>> params = {
+      {"objective", "reg:squarederror"}, {"tree_method", "exact"}, {"nthread", "1"}, {"seed", "0"},
+      {"max_depth", std::to_string(o.depth)}, {"eta", std::to_string(o.eta)}, {"base_score", std::to_string(base)},
+      {"verbosity", "0"}};
+  for (const auto& [k, v] : params) xgb_check(XGBoosterSetParam(b.booster, k, v.c_str()), k);
+  for (int i = 0; i < o.rounds; ++i) xgb_check(XGBoosterUpdateOneIter(b.booster, i, b.data), "training");
+  bst_ulong len = 0;
+  const char* buf = nullptr;
+  xgb_check(XGBoosterSaveModelToBuffer(b.booster, "{\"format\": \"json\"}", &len, &buf), "saving");
+  return trees_of(json::parse(buf, buf + len));
+}
+
+json fit_family(const json& table, const std::string& family, const FamilyData& data, const ModelOptions& o) {
+  const Layout layout = layout_of(data);
+  RulesLayout rl;
+  fill_rules_layout(layout, family, rl);
+  const int columns = rules::feature_count(rl.model, rl.family);
+  if (columns > rules::kMaxFeatures) return nullptr;
+  // Targets: log2(time / floor), clipped at clip above the problem's best.
+  std::map<std::string, double> best;
+  std::map<std::string, std::pair<std::vector<int64_t>, double>> shapes;  // key -> dims, log2 floor
+  for (const auto& [key, r] : data.latest)
+    if (!shapes.count(key.first)) {
+      const json& problem = r->at("problem");
+      shapes[key.first] = {problem_dims(problem, family), std::log2(table_floor_ms(table, Problem::from_json(problem)))};
+    }
+  std::vector<float> y, w, x, row(size_t(rules::kMaxFeatures));
+  std::vector<double> targets;
+  for (const auto& [key, r] : data.latest) {
+    const double t = std::log2(r->at("time").at("median_ms").get<double>()) - shapes[key.first].second;
+    targets.push_back(t);
+    auto it = best.find(key.first);
+    if (it == best.end() || t < it->second) best[key.first] = t;
+  }
+  size_t i = 0;
+  double sum = 0;
+  for (const auto& [key, r] : data.latest) {  // sorted by (problem, candidate): any record order, same rows
+    std::vector<std::string> text;
+    text.reserve(2 * rules::kMaxParams + 1);
+    const rules::Entry e = record_entry(*r, text);
+    double log_dims[rules::kMaxDims];
+    rules::log_dims_of(rl.family, shapes[key.first].first.data(), log_dims);
+    std::vector<float> statics(size_t(rules::static_feature_count(rl.model)));
+    rules::static_features(rl.model, e, statics.data());
+    rules::features(rl.model, rl.family, log_dims, statics.data(), row.data());
+    x.insert(x.end(), row.begin(), row.begin() + columns);
+    const double t = targets[i++];
+    y.push_back(float(std::min(t, best[key.first] + o.clip) - (o.relative ? best[key.first] : 0.0)));
+    w.push_back(float(t <= best[key.first] + std::log2(1.25) ? o.near_weight : 1.0));
+    sum += y.back();
+  }
+  const float base = float(sum / double(y.size()));
+  json strings = json::array();
+  for (const auto& [k, v] : layout.strings) strings.push_back({k, v});
+  return {{"variants", layout.variants},
+          {"numeric", layout.numeric},
+          {"strings", strings},
+          {"feature_count", columns},
+          {"base", base},
+          {"trees", fit_trees(x, y, w, size_t(columns), base, o)},
+          {"candidates", model_candidates(table, family, data, o.max_candidates)},
+          {"fit", {{"rows", y.size()}, {"problems", data.problems.size()}, {"rounds", o.rounds}, {"depth", o.depth},
+                   {"eta", o.eta}, {"clip", o.clip}, {"near_weight", o.near_weight}, {"relative", o.relative}}}};
+}
+
+}  // namespace
+
+json fit_models(const json& table, const std::vector<json>& records, const ModelOptions& o) {
+  json families = json::object();
+  for (const auto& [family, data] : training_records(records)) {
+    if (data.problems.size() < kMinModelProblems) continue;  // a shape or two teach little about others
+    json m = fit_family(table, family, data, o);
+    if (!m.is_null()) families[family] = std::move(m);
+  }
+  return {{"schema", 1},
+          {"target", o.relative ? "log2(median_ms / the problem's best median_ms), clipped at clip"
+                                : "log2(median_ms / floor_ms), floor_ms = max(bytes_min / copy_gbps, flops / fp32_gflops) "
+                                  "of the table's ceilings, clipped at clip above the problem's best"},
+          {"relative", o.relative},
+          {"library", "XGBoost " + std::to_string(XGBOOST_VER_MAJOR) + "." + std::to_string(XGBOOST_VER_MINOR)},
+          {"families", families}};
+}
+
+#else
+
+bool model_fitting_available() { return false; }
+json fit_models(const json&, const std::vector<json>&, const ModelOptions&) { return nullptr; }
+
+#endif
+
+}  // namespace convtune

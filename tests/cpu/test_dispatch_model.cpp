@@ -1,0 +1,259 @@
+// The dispatch table's performance model and the one rule set: fitting is deterministic, lookup never returns
+// a candidate that cannot run, the exported header's select() and lookup() agree, corrupt models are refused,
+// and cross-validation on a shipped run.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "harness/cross_validate.h"
+#include "harness/dispatch.h"
+#include "harness/dispatch_table.h"
+#include "harness/family.h"
+#include "harness/fleet.h"
+#include "harness/json_file.h"
+#include "harness/perf_model.h"
+#include "harness/records.h"
+#include "test_support.h"
+
+namespace convtune {
+namespace {
+
+namespace fs = std::filesystem;
+using test::contains;
+using test::input_error;
+
+// A shipped exhaustive run with several shapes of every family (conv2d, conv1d, parts, layers, pooling).
+const fs::path kRun = fs::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-80gb-hbm3/default-20261126-052059";
+
+struct Shipped {
+  json summary;
+  std::vector<json> records;
+  json table;  // with its model
+};
+
+const Shipped& shipped() {
+  static const Shipped s = [] {
+    Shipped out{read_json(kRun / "summary.json"), read_records(kRun / "records.jsonl").records, nullptr};
+    out.table = make_dispatch(out.summary, out.records);
+    return out;
+  }();
+  return s;
+}
+
+fs::path temp(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("convtune-model-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+Problem conv2d(int64_t h, int64_t w, int64_t r) { return Problem{"conv2d", {{"h", h}, {"w", w}, {"r", r}}}; }
+
+// Random valid shapes of every family the table has a model for, none of them measured by the run.
+std::vector<Problem> random_shapes(const json& table, int per_family, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Problem> out;
+  for (const auto& [family, model] : table.at("model").at("families").items())
+    for (int i = 0; i < per_family; ++i) {
+      // A measured shape of the family with each dim scaled by 2^[-1.5, 1.5] (flags and radii kept in range).
+      const auto& entries = table.at("entries");
+      std::vector<const json*> of_family;
+      for (const json& e : entries)
+        if (e.at("family") == family) of_family.push_back(&e);
+      const json& base = of_family[rng() % of_family.size()]->at("problem");
+      Problem p = Problem::from_json(base);
+      for (const auto& d : p.type().dims()) {
+        if (d.max <= 1 || d.name == "mode" || d.name == "precision") continue;
+        const double scale = std::exp2(std::uniform_real_distribution<double>(-1.5, 1.5)(rng));
+        p.dims[d.name] = std::clamp<int64_t>(int64_t(double(p.at(d.name)) * scale), d.min, d.max);
+      }
+      try {
+        validate(p, "shape");
+        out.push_back(p);
+      } catch (const InputError&) {
+      }
+    }
+  return out;
+}
+
+TEST(DispatchModel, FitIsDeterministicAndIgnoresRecordOrder) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const Shipped& s = shipped();
+  ASSERT_TRUE(s.table.contains("model"));
+  std::vector<json> reversed(s.records.rbegin(), s.records.rend());
+  EXPECT_EQ(make_dispatch(s.summary, reversed).dump(), s.table.dump());
+  // Every family with three or more shapes has a model with trees and candidates; parts (2 shapes) none.
+  EXPECT_FALSE(s.table["model"]["families"].contains("conv1d_parts"));
+  for (const char* f : {"conv2d", "conv1d", "layer_fwd", "layer_bwd_data", "layer_bwd_filter"}) {
+    ASSERT_TRUE(s.table["model"]["families"].contains(f)) << f;
+    const json& m = s.table["model"]["families"][f];
+    EXPECT_GT(m["trees"].size(), 10u) << f;
+    EXPECT_GT(m["candidates"].size(), 1u) << f;
+  }
+}
+
+TEST(DispatchModel, ExactShapesKeepTheirMeasuredChoice) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const json& t = shipped().table;
+  for (const json& e : t["entries"]) {
+    const Lookup l = lookup(t, Problem::from_json(e["problem"]));
+    EXPECT_EQ(l.rule, "exact");
+    EXPECT_EQ(l.entry["candidate"], e["candidate"]);
+  }
+}
+
+TEST(DispatchModel, ModelLookupNeverReturnsWhatCannotRun) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const json& t = shipped().table;
+  const DeviceInfo dev = DeviceInfo::from_json(shipped().summary["device"]);
+  const DispatchTable table(t);
+  const auto pick = table.pick(dev.name, "9.0");
+  int model_rule = 0;
+  for (const Problem& p : random_shapes(t, 40, 7)) {
+    const Lookup l = lookup(pick, p, &dev);
+    EXPECT_TRUE(candidate_can_run(l.entry, p, dev)) << p.key() << " -> " << l.entry["candidate"];
+    model_rule += l.rule == "model";
+    if (l.rule == "model") EXPECT_GT(l.predicted_ratio, 0.8) << p.key();  // trained on ratios >= 1 to the best
+    for (const json& c : tuning_shortlist(pick, p, &dev))
+      EXPECT_TRUE(candidate_can_run(c, p, dev)) << p.key() << " shortlist " << c["candidate"];
+  }
+  EXPECT_GT(model_rule, 100);
+}
+
+// A conv2d shape beyond a radius limit: without a device, the model's favourite; with one, never a
+// candidate whose can_implement refuses it (the table's choices include radius-limited kernels).
+TEST(DispatchModel, ADeviceRulesOutCandidatesTheModelWouldPick) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const json& t = shipped().table;
+  const DeviceInfo dev = DeviceInfo::from_json(shipped().summary["device"]);
+  int refused = 0;
+  for (int64_t r : {16, 20, 24, 31}) {
+    const Problem p = conv2d(3000, 3000, r);
+    for (const json& c : t["model"]["families"]["conv2d"]["candidates"]) refused += !candidate_can_run(c, p, dev);
+    EXPECT_TRUE(candidate_can_run(lookup(t, p, &dev).entry, p, dev)) << r;
+  }
+  EXPECT_GT(refused, 0) << "no candidate is refused at large radii: this test checks nothing";
+}
+
+TEST(DispatchModel, HeaderSelectAgreesWithLookupOnRandomShapes) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  if (std::system("command -v c++ > /dev/null 2>&1") != 0) GTEST_SKIP() << "no c++ on PATH";
+  const json& t = shipped().table;
+  const fs::path dir = temp("header");
+  std::ofstream(dir / "convtune_dispatch.h") << make_header(t);
+  std::string prog = "#include <cstdio>\n#include \"convtune_dispatch.h\"\nint main() {\n  using namespace convtune_dispatch;\n";
+  std::string expected;
+  for (const Problem& p : random_shapes(t, 12, 11)) {
+    std::string dims;
+    for (const auto& d : p.type().dims()) dims += (dims.empty() ? "" : ", ") + std::to_string(p.at(d.name));
+    prog += "  { const int64_t d[] = {" + dims + "}; const Choice c = select(\"" + p.family + "\", d, " +
+            std::to_string(p.type().dims().size()) + ");\n    std::printf(\"%s|%s\\n\", c.rule, c.entry ? c.entry->candidate : \"-\"); }\n";
+    const Lookup l = lookup(t, p);
+    expected += l.rule + "|" + l.entry["candidate"].get<std::string>() + "\n";
+  }
+  prog += "}\n";
+  std::ofstream(dir / "main.cpp") << prog;
+  const std::string d = dir.string();
+  ASSERT_EQ(std::system(("c++ -std=c++17 -Wall -Wextra -Werror -O1 -o " + d + "/prog " + d + "/main.cpp && " + d +
+                         "/prog > " + d + "/out.txt").c_str()),
+            0);
+  std::stringstream out;
+  out << std::ifstream(dir / "out.txt").rdbuf();
+  EXPECT_EQ(out.str(), expected);
+  EXPECT_TRUE(contains(expected, "model|"));
+  fs::remove_all(dir);
+}
+
+TEST(DispatchModel, ATableWithoutAModelTakesTheNearestRule) {
+  json t = shipped().table;
+  t.erase("model");
+  const Lookup l = lookup(t, conv2d(3001, 2999, 3));
+  EXPECT_EQ(l.rule, "nearest");
+}
+
+TEST(DispatchModel, CorruptModelsAreRefusedNamingWhatIsWrong) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const json& good = shipped().table;
+  auto refusal = [&](const std::function<void(json&)>& harm) {
+    json t = good;
+    harm(t["model"]["families"]["conv2d"]);
+    return input_error([&] { DispatchTable table(t); });
+  };
+  EXPECT_TRUE(contains(refusal([](json& m) { m["feature_count"] = 3; }), "features"));
+  EXPECT_TRUE(contains(refusal([](json& m) { m["trees"][0]["yes"][0] = 0; }), "loop"));
+  EXPECT_TRUE(contains(refusal([](json& m) { m["trees"][0]["no"][0] = 100000; }), "out of the tree"));
+  EXPECT_TRUE(contains(refusal([](json& m) { m["trees"][0]["value"].erase(0); }), "differ in length"));
+  EXPECT_TRUE(contains(refusal([](json& m) { m.erase("base"); }), "model of conv2d"));
+  EXPECT_TRUE(contains(refusal([](json& m) { m["numeric"] = 5; }), "numeric"));
+}
+
+// The one rule set: a fleet picks its table by the rules, and a GPU no table was measured on gets the
+// first table's default, never its model or entries.
+TEST(DispatchModel, FleetDefaultsUseNoModel) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  json other = shipped().table;
+  other["device"]["name"] = "NVIDIA H200";
+  const json fleet = make_fleet({shipped().table, other});
+  const Problem p = conv2d(3001, 2999, 3);
+  EXPECT_EQ(lookup_on_device(fleet, "NVIDIA H200", "9.0", p).lookup.rule, "model");
+  const DeviceLookup l4 = lookup_on_device(fleet, "NVIDIA L4", "8.9", p);
+  EXPECT_EQ(l4.table_rule, "default");
+  EXPECT_EQ(l4.lookup.rule, "default");
+}
+
+TEST(DispatchModel, RuntimeFallbackChainIsChoiceThenModelThenDefaultThenSimplest) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const json& t = shipped().table;
+  const DeviceInfo dev = DeviceInfo::from_json(shipped().summary["device"]);
+  const DispatchTable table(t);
+  const auto pick = table.pick(dev.name, "9.0");
+  const Problem p = conv2d(3001, 2999, 3);
+  const Lookup choice = lookup(pick, p, &dev);
+  ASSERT_EQ(choice.rule, "model");
+  const std::vector<json> chain = fallback_chain(pick, p, &dev, choice);
+  ASSERT_GE(chain.size(), 4u);
+  EXPECT_EQ(chain[0]["candidate"], choice.entry["candidate"]);
+  EXPECT_EQ(chain[1]["rule"], "model");
+  EXPECT_EQ(chain[2]["rule"], "model");
+  std::set<std::string> names;
+  for (const json& c : chain) {
+    if (c["rule"] != "simplest") EXPECT_TRUE(candidate_can_run(c, p, dev)) << c["candidate"];
+    EXPECT_TRUE(names.insert(c.value("candidate", c["variant"].get<std::string>())).second) << "twice: " << c;
+  }
+  EXPECT_EQ(chain.back()["rule"], "simplest");
+  EXPECT_TRUE(chain.back()["config"].is_null());
+  // An exact shape: its entry, then the family's default.
+  const Problem measured = Problem::from_json(t["entries"][0]["problem"]);
+  const std::vector<json> exact = fallback_chain(pick, measured, &dev, lookup(pick, measured, &dev));
+  EXPECT_EQ(exact[0]["rule"], "exact");
+  EXPECT_NE(exact[1]["rule"], "model");
+}
+
+// Cross-validation on the shipped run: every problem judged, and on conv2d (where the run measured every
+// candidate) the model's choices are measured and none is far off.
+TEST(DispatchModel, CrossValidationOnAShippedRun) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const Shipped& s = shipped();
+  std::vector<json> conv2d_only;
+  for (const json& r : s.records)
+    if (r.value("family", "") == "conv2d") conv2d_only.push_back(r);
+  const json cv = cross_validate(s.summary, conv2d_only, 4);
+  EXPECT_EQ(cv["folds"], 4);
+  const json& m = cv["families"]["conv2d"]["model"];
+  EXPECT_EQ(m["measured"].get<int>() + m["unmeasured"].get<int>(), 22);
+  EXPECT_GT(m["measured"].get<int>(), 15);
+  EXPECT_LT(m["worst_ratio"].get<double>(), 2.0);
+  EXPECT_TRUE(contains(format_cross_validation(cv), "conv2d"));
+  EXPECT_TRUE(contains(input_error([&] { cross_validate(s.summary, conv2d_only, 1); }), "--folds"));
+}
+
+}  // namespace
+}  // namespace convtune
