@@ -214,15 +214,6 @@ std::vector<int64_t> dims_of(const Problem& p) {
   return dims;
 }
 
-// Say once per process that a table has no model, so that a user knows why unmeasured shapes may be off.
-void note_no_model(const CompiledTable& t, const std::string& family) {
-  static std::set<std::string> told;
-  if (t.view.models && std::find(t.model_families.begin(), t.model_families.end(), family) != t.model_families.end()) return;
-  if (!told.insert(family).second) return;
-  std::cerr << "note: the dispatch table carries no performance model for " << family
-            << " (exported without XGBoost, or by an older convtune): unmeasured shapes take the nearest rule\n";
-}
-
 json entry_json(const DispatchTable::Pick& t, const rules::Entry& e, const std::string& rule) {
   const CompiledTable& c = *t.table;
   if (rule == "exact" || rule == "nearest") return c.source->at("entries").at(size_t(&e - c.entries.data()));
@@ -289,11 +280,11 @@ Lookup lookup(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* 
                      (dev ? " that can run on " + dev->name : std::string()) + " (it covers: " +
                      (covered.empty() ? "nothing" : covered) + ")");
   }
-  if (std::string(c.rule) == "nearest") note_no_model(*t.table, p.family);
   Lookup out{entry_json(t, *c.entry, c.rule), c.rule};
   if (out.rule == "model") {
     out.predicted_ratio = std::exp2(double(c.predicted));
-    if (!t.table->source->value("model", json::object()).value("relative", false))
+    const json& source = *t.table->source;  // (value() would copy the whole model)
+    if (!(source.contains("model") && source["model"].value("relative", false)))
       out.predicted_ms = table_floor_ms(*t.table->source, p) * out.predicted_ratio;
   }
   return out;
@@ -597,6 +588,31 @@ json dispatch_over_repeats(const RunTable& run, const std::vector<RunTable>& rep
   return d;
 }
 
+std::string dump_dispatch(const json& dispatch) {
+  json shown = dispatch;
+  std::vector<std::string> models;
+  auto hold = [&](json& table) {
+    if (!table.is_object() || !table.contains("model")) return;
+    table["model"] = "\x01model " + std::to_string(models.size());  // a placeholder no table can hold
+    models.push_back(dispatch.contains("tables") ? dispatch["tables"][models.size()]["model"].dump() : dispatch["model"].dump());
+  };
+  if (shown.contains("tables") && shown["tables"].is_array()) {
+    for (json& t : shown["tables"]) {
+      if (!t.contains("model")) models.push_back("");  // keep the index of each table
+      else hold(t);
+    }
+  } else {
+    hold(shown);
+  }
+  std::string text = shown.dump(2) + "\n";
+  for (size_t i = 0; i < models.size(); ++i) {
+    const std::string placeholder = json("\x01model " + std::to_string(i)).dump();
+    const size_t at = text.find(placeholder);
+    if (at != std::string::npos) text.replace(at, placeholder.size(), models[i]);
+  }
+  return text;
+}
+
 void attach_training(std::vector<RunTable>& runs, const std::vector<std::filesystem::path>& train) {
   for (const auto& folder : train) {
     RunTable t = read_run(folder);
@@ -621,7 +637,7 @@ void export_run(const std::filesystem::path& run_folder, const std::vector<std::
   const json dispatch = repeats.empty() ? run_dispatch(t[0]) : dispatch_over_repeats(t[0], read);
   const std::string header = make_header(dispatch);
   const json t4 = make_t4(t[0].summary, t[0].records);
-  write_json_atomically(run_folder / "dispatch.json", dispatch);
+  write_text_atomically(run_folder / "dispatch.json", dump_dispatch(dispatch));
   write_text_atomically(run_folder / "convtune_dispatch.h", header);
   write_json_atomically(run_folder / "t4.json", t4);
 }

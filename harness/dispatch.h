@@ -59,6 +59,10 @@ json run_dispatch(const RunTable& run);
 // before anything is written.
 void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats = {},
                 const std::vector<std::filesystem::path>& train = {});
+// dispatch.json's text: indented, but each table's "model" block on one line (its trees are thousands of
+// numbers: one a line would make the file several times larger).
+std::string dump_dispatch(const json& dispatch);
+
 // Reads each train run and adds its records to the training of the run of its GPU model (device.name).
 // Throws InputError naming the run when no run is of its model.
 void attach_training(std::vector<RunTable>& runs, const std::vector<std::filesystem::path>& train);

@@ -190,6 +190,12 @@ std::string format_dispatch_check(const json& check) {
     out << "with first-use tuning (tune_unseen: the fastest of the shortlist, as this run measured it): "
         << check["tuned_within_1_1"].get<int>() << " of " << check["tuned_measured"].get<int>()
         << " unmeasured shapes within 1.1x; worst " << check["tuned_worst_ratio"].get<double>() << "x\n";
+  for (const json& r : check.at("rows"))
+    if (r["rule"] == "nearest") {
+      out << "note: the table carries no performance model for some families (exported without XGBoost, or by an "
+             "older convtune): their unmeasured shapes take the nearest rule\n";
+      break;
+    }
   if (check.value("lookup_us", json()).is_number())
     out << "lookup (rules, model, can_implement): " << check["lookup_us"].get<double>() << " us a shape on this CPU\n";
   const json families = check.value("families", json::object());

@@ -65,7 +65,7 @@ void export_fleet(const std::vector<fs::path>& runs, const fs::path& out, const 
   const json fleet = make_fleet(tables);
   const std::string header = make_fleet_header(fleet);
   fs::create_directories(out);
-  write_json_atomically(out / "dispatch.json", fleet);
+  write_text_atomically(out / "dispatch.json", dump_dispatch(fleet));
   write_text_atomically(out / "convtune_dispatch.h", header);
 }
 

@@ -167,6 +167,13 @@ Convolution::Convolution(const std::string& dispatch_json_path, const std::strin
         // A fallback costs speed the application would not otherwise notice.
         if (!why.empty())
           std::cerr << "convtune_runtime: using " << name << " for " << m.problem.key() << ":" << why << "\n";
+        if (m.rule == "nearest") {  // once a process: why an unmeasured shape may be served less well
+          static bool told = false;
+          if (!told) std::cerr << "convtune_runtime: " << dispatch_json_path << " carries no performance model for "
+                               << m.problem.family << " (exported without XGBoost, or by an older convtune): "
+                               << "unmeasured shapes take the nearest rule\n";
+          told = true;
+        }
         if (tune_unseen && (m.rule == "nearest" || m.rule == "model")) m.prepare_rivals(on_device.shortlist, dev);
         return;
       } catch (const std::exception& e) {
