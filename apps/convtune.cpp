@@ -299,8 +299,8 @@ int cmd_check_dispatch(const std::string& table, const std::string& run, bool as
 // Each problem of the runs judged by a table made without it (harness/cross_validate.h).
 int cmd_cross_validate(const std::vector<std::string>& runs, int folds, const std::string& stray, bool as_json) {
   if (!stray.empty())
-    throw InputError("check-dispatch --cross-validate: " + stray + " given beside it; allowed: run folders after "
-                     "--cross-validate alone");
+    throw InputError("check-dispatch --cross-validate: " + stray + " given beside it; allowed: runs, each after its "
+                     "own --cross-validate");
   json summary;
   std::vector<json> records;
   for (const auto& run : runs) {
