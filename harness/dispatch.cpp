@@ -260,12 +260,17 @@ std::vector<json> fallback_chain(const DispatchTable::Pick& t, const Problem& p,
     for (int i = 0; i < n; ++i) add(entry_candidate(m.candidates[top[i]]), "model");
   }
   if (f && f->default_index >= 0) add(entry_candidate(t.view.defaults[f->default_index]), "default");
+  if (const json simplest = simplest_candidate(p.family); !simplest.is_null()) out.push_back(simplest);
+  return out;
+}
+
+json simplest_candidate(const std::string& family) {
   const Variant* simplest = nullptr;
-  for (const Variant* v : Registry::instance().of_family(p.family))
+  for (const Variant* v : Registry::instance().of_family(family))
     if (!v->library() && (!simplest || std::make_pair(v->complexity(), v->name()) < std::make_pair(simplest->complexity(), simplest->name())))
       simplest = v;
-  if (simplest) out.push_back({{"variant", simplest->name()}, {"config", nullptr}, {"rule", "simplest"}});
-  return out;
+  if (!simplest) return nullptr;
+  return {{"variant", simplest->name()}, {"config", nullptr}, {"rule", "simplest"}};
 }
 
 Lookup lookup(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* dev) {

@@ -107,6 +107,9 @@ std::vector<json> tuning_shortlist(const json& dispatch, const Problem& p, const
 // complexity(), then name; config null: its first config that can run). Each {"variant", "config",
 // "candidate" (absent for the simplest), "rule"}, without repeats.
 constexpr int kChainModel = 3;
+// The chain's last element: {"variant": the family's simplest non-library variant, "config": null,
+// "rule": "simplest"}; null when the family has none.
+json simplest_candidate(const std::string& family);
 std::vector<json> fallback_chain(const DispatchTable::Pick& table, const Problem& p, const DeviceInfo* dev,
                                  const Lookup& pick);
 

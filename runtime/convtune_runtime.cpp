@@ -122,16 +122,28 @@ Convolution::Convolution(const std::string& dispatch_json_path, const std::strin
     // Only candidates that can run this shape on this GPU are chosen among.
     const convtune::DispatchTable table(dispatch);
     const std::string cc = have_gpu ? std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) : "";
-    const convtune::DeviceLookup on_device =
-        convtune::lookup_on_device(table, dev.name, cc, m.problem, have_gpu ? &dev : nullptr);
+    // The table's choice among what can run here; when nothing of a family it covers can (a strict-fp32
+    // layer and a table measured with TF32 allowed, say), the family's simplest kernel.
+    const convtune::DispatchTable::Pick picked = table.pick(dev.name, cc);
+    convtune::DeviceLookup on_device;
+    std::vector<json> tries;
+    try {
+      on_device = convtune::lookup_on_device(table, dev.name, cc, m.problem, have_gpu ? &dev : nullptr);
+    } catch (const convtune::InputError&) {
+      if (!have_gpu || !convtune::rules::find_family(picked.view, m.problem.family.c_str())) throw;
+      on_device.table_rule = picked.rule;
+      on_device.table_device = picked.table->view.device;
+      tries = {convtune::simplest_candidate(m.problem.family)};
+    }
     if (!have_gpu) throw std::runtime_error("no usable CUDA device");
     const convtune::Lookup& pick = on_device.lookup;
     m.table = on_device.table_rule + (on_device.table_device.empty() ? "" : " (" + on_device.table_device + ")");
     m.jit = std::make_unique<convtune::JitCache>(convtune::JitCache::default_dir(), dev.arch());
 
-    // In order: the table's choice, the family's default in the table, the family's simplest kernel. A
-    // later one is used when an earlier one cannot be prepared here (a kernel that fails to compile...).
-    const std::vector<json> tries = convtune::fallback_chain(table.pick(dev.name, cc), m.problem, &dev, pick);
+    // In order (fallback_chain): the table's choice, the model's next, the family's default in the table,
+    // the family's simplest kernel. A later one is used when an earlier one cannot be prepared here (a
+    // library that refuses the shape, a kernel that fails to compile...).
+    if (tries.empty()) tries = convtune::fallback_chain(picked, m.problem, &dev, pick);
     std::string why;
     std::set<std::string> tried;
     for (const json& t : tries) {

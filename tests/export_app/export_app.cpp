@@ -322,13 +322,24 @@ int main(int argc, char** argv) {
   check(untuned.rule() == "nearest", "without tune_unseen the nearest rule stays, got " + untuned.rule());
   std::filesystem::remove(table);
 
-  // When nothing can run (r = 20: past every direct kernel's limit), a clear error.
-  try {
-    convtune_runtime::Conv2d none(dispatch, 256, 256, 20);
-    check(false, "r=20 on a direct-only table throws");
-  } catch (const std::runtime_error& e) {
-    std::printf("r=20: %s\n", e.what());
+  // r = 20 is past every direct kernel's limit: the rules pass over the entries that cannot run it and take
+  // one that can (the fixture's cuDNN entry), never a choice that fails.
+  {
+    convtune_runtime::Conv2d wide_r(dispatch, 256, 256, 20);
+    check(wide_r.candidate().rfind("conv2d.cudnn[", 0) == 0, "r=20 takes the table's entry that can run it, got " +
+                                                                 wide_r.candidate());
   }
+  // When nothing can run (a table of one direct kernel, r = 20), a clear error.
+  const auto direct_only = std::filesystem::temp_directory_path() / "export_app_direct_only.json";
+  std::ofstream(direct_only) << R"({"schema": 1, "entries": [{"family": "conv2d", "problem": {"family": "conv2d", "h": 256,
+                                 "w": 256, "r": 3}, "variant": "conv2d.constant", "config": {"block_x": 32, "block_y": 8}}]})";
+  try {
+    convtune_runtime::Conv2d none(direct_only.string(), 256, 256, 40);
+    check(false, "r=40 on a direct-only table throws, got " + none.candidate());
+  } catch (const std::runtime_error& e) {
+    std::printf("r=40: %s\n", e.what());
+  }
+  std::filesystem::remove(direct_only);
 
   // conv1d through the generic API: operands in the family's order (signal, filter), then the output.
   {
