@@ -13,6 +13,7 @@
 #include "harness/error.h"
 #include "harness/family.h"
 #include "harness/records.h"
+#include "harness/run_summary.h"
 #include "harness/select.h"
 #include "harness/sweep.h"
 
@@ -571,7 +572,7 @@ RunTable read_run(const std::filesystem::path& run_folder) {
     throw InputError(run_folder.string() + ": not a run folder (no such directory)");
   RunTable t;
   t.folder = run_folder;
-  t.summary = read_json(run_folder / "summary.json");
+  t.summary = read_run_summary(run_folder);
   ReadResult rr = read_records(run_folder / "records.jsonl");
   for (const auto& p : rr.problems) std::cerr << "warning: skipped an unreadable record: " << p << "\n";
   t.records = std::move(rr.records);
@@ -623,14 +624,30 @@ json dispatch_over_repeats(const RunTable& run, const std::vector<RunTable>& rep
   return d;
 }
 
-void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats) {
+namespace {
+// The three files of an export, built in memory so that a failure leaves the folder as it was.
+struct RunExport {
+  std::string dispatch, header, t4;
+};
+
+RunExport build_run_export(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats) {
   RunTable t = read_run(run_folder);
   std::vector<RunTable> read;
   for (const auto& folder : repeats) read.push_back(read_run(folder));
-  const json dispatch = repeats.empty() ? run_dispatch(t) : dispatch_over_repeats(t, read);
-  write_json_atomically(run_folder / "dispatch.json", dispatch);
-  write_text_atomically(run_folder / "convtune_dispatch.h", make_header(dispatch));
-  write_json_atomically(run_folder / "t4.json", make_t4(t.summary, t.records));
+  try {
+    const json dispatch = repeats.empty() ? run_dispatch(t) : dispatch_over_repeats(t, read);
+    return {dispatch.dump(2) + "\n", make_header(dispatch), make_t4(t.summary, t.records).dump(2) + "\n"};
+  } catch (const json::exception& e) {  // a field of an unexpected kind that the checks on reading let by
+    throw InputError("export: " + run_folder.string() + " holds a field of the wrong kind, nothing written: " + e.what());
+  }
+}
+}  // namespace
+
+void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats) {
+  const RunExport out = build_run_export(run_folder, repeats);
+  write_text_atomically(run_folder / "dispatch.json", out.dispatch);
+  write_text_atomically(run_folder / "convtune_dispatch.h", out.header);
+  write_text_atomically(run_folder / "t4.json", out.t4);
 }
 
 }  // namespace convtune

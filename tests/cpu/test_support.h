@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <numeric>
+#include <set>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -12,6 +15,7 @@
 
 #include "harness/error.h"
 #include "harness/jit.h"
+#include "harness/params.h"
 
 namespace convtune::test {
 
@@ -35,6 +39,43 @@ std::string input_error(F f) {
 inline void expect_values(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < want.size(); ++i) EXPECT_DOUBLE_EQ(got[i], want[i]) << what << " [" << i << "]";
+}
+
+// CONVTUNE_NVRTC_ALL=1 (the GPU machine, many cores): the NVRTC compile tests compile every point they
+// consider. Otherwise each variant's points are thinned with covering_sample, so that a CPU-only
+// `make test` on 2 cores takes minutes, not twenty.
+inline bool compile_every_point() {
+  const char* all = std::getenv("CONVTUNE_NVRTC_ALL");
+  return all && std::string(all) == "1";
+}
+
+// Indices of a deterministic sample of `points` (a variant's configs, each with the problem dims that
+// change its code, such as "r"): every stride-th point, stride coprime to 2..7 so that no short cycle
+// of values is skipped, then the first point holding each name=value not in the sample yet, so that
+// every value of every parameter is compiled at least once. Every point under compile_every_point().
+inline std::vector<size_t> covering_sample(const std::vector<json>& points, size_t stride_target) {
+  std::vector<size_t> chosen;
+  if (compile_every_point() || points.size() <= stride_target) {
+    for (size_t i = 0; i < points.size(); ++i) chosen.push_back(i);
+    return chosen;
+  }
+  size_t stride = std::max<size_t>(1, points.size() / std::max<size_t>(1, stride_target));
+  while (std::gcd(stride, size_t(210)) != 1) ++stride;
+  std::set<std::string> covered;
+  auto cover = [&](size_t i) {
+    for (const auto& [name, value] : points[i].items()) covered.insert(name + "=" + value.dump());
+    chosen.push_back(i);
+  };
+  for (size_t i = 0; i < points.size(); i += stride) cover(i);
+  for (size_t i = 0; i < points.size(); ++i)
+    for (const auto& [name, value] : points[i].items())
+      if (!covered.count(name + "=" + value.dump())) {
+        cover(i);
+        break;
+      }
+  std::sort(chosen.begin(), chosen.end());
+  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  return chosen;
 }
 
 // Compiles every program for sm_90 on all cores; a failure (with NVRTC's log) per program that does not
