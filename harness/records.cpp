@@ -104,13 +104,11 @@ void check_record_fields(const json& j, const std::string& where) {
     if (j.contains(key) && !j[key].is_string() && !j[key].is_null()) refuse(key, j[key], "a string");
   for (const char* key : {"problem", "config"})
     if (j.contains(key) && !j[key].is_object()) refuse(key, j[key], "an object");
-  // A measurement's time is time.median_ms; a profile (profiles.jsonl) carries time_ms instead.
-  const bool ok = j["status"] == status::ok;
-  if (!j.contains("time") && !(ok && !j.contains("time_ms"))) return;
-  const json time = j.value("time", json());
+  if (!j.contains("time")) return;  // a profile (profiles.jsonl) carries time_ms instead
+  const json& time = j["time"];
   if (!time.is_object()) refuse("time", time, "an object {\"median_ms\": milliseconds, ...}");
   const json median = time.value("median_ms", json());
-  if (ok && (!median.is_number() || median.get<double>() < 0))
+  if (j["status"] == status::ok && (!median.is_number() || median.get<double>() < 0))
     refuse("time.median_ms", median, "a non-negative number of milliseconds");
 }
 
