@@ -49,30 +49,39 @@ inline bool compile_every_point() {
   return all && std::string(all) == "1";
 }
 
-// Indices of a deterministic sample of `points` (a variant's configs, each with the problem dims that
-// change its code, such as "r"): every stride-th point, stride coprime to 2..7 so that no short cycle
-// of values is skipped, then the first point holding each name=value not in the sample yet, so that
-// every value of every parameter is compiled at least once. Every point under compile_every_point().
+// Indices of a deterministic sample of `points` (configs, each with what else changes its code: the
+// problem's dims such as "r", the variant's name): every stride-th point (stride coprime to 2..7, so that
+// no short cycle of values is skipped; none when stride_target is 0), then greedily the point holding the
+// most name=value pairs not in the sample yet, until every value of every key is compiled at least once.
+// Every point under compile_every_point().
 inline std::vector<size_t> covering_sample(const std::vector<json>& points, size_t stride_target) {
   std::vector<size_t> chosen;
   if (compile_every_point() || points.size() <= stride_target) {
     for (size_t i = 0; i < points.size(); ++i) chosen.push_back(i);
     return chosen;
   }
-  size_t stride = std::max<size_t>(1, points.size() / std::max<size_t>(1, stride_target));
-  while (std::gcd(stride, size_t(210)) != 1) ++stride;
-  std::set<std::string> covered;
-  auto cover = [&](size_t i) {
-    for (const auto& [name, value] : points[i].items()) covered.insert(name + "=" + value.dump());
+  std::vector<std::vector<std::string>> keys(points.size());
+  std::set<std::string> uncovered;
+  for (size_t i = 0; i < points.size(); ++i)
+    for (const auto& [name, value] : points[i].items()) uncovered.insert(keys[i].emplace_back(name + "=" + value.dump()));
+  auto take = [&](size_t i) {
+    for (const auto& k : keys[i]) uncovered.erase(k);
     chosen.push_back(i);
   };
-  for (size_t i = 0; i < points.size(); i += stride) cover(i);
-  for (size_t i = 0; i < points.size(); ++i)
-    for (const auto& [name, value] : points[i].items())
-      if (!covered.count(name + "=" + value.dump())) {
-        cover(i);
-        break;
-      }
+  if (stride_target > 0) {
+    size_t stride = std::max<size_t>(1, points.size() / stride_target);
+    while (std::gcd(stride, size_t(210)) != 1) ++stride;
+    for (size_t i = 0; i < points.size(); i += stride) take(i);
+  }
+  while (!uncovered.empty()) {
+    size_t best = 0, best_gain = 0;
+    for (size_t i = 0; i < points.size(); ++i) {
+      size_t gain = 0;
+      for (const auto& k : keys[i]) gain += uncovered.count(k);
+      if (gain > best_gain) best = i, best_gain = gain;
+    }
+    take(best);
+  }
   std::sort(chosen.begin(), chosen.end());
   chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
   return chosen;
