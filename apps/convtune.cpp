@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <sys/wait.h>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -26,6 +25,8 @@
 #include "harness/records.h"
 #include "harness/replay.h"
 #include "harness/strategy.h"
+#include "harness/subprocess.h"
+#include "harness/run_summary.h"
 #include "harness/runner.h"
 #include "harness/select.h"
 #include "harness/spec.h"
@@ -130,6 +131,16 @@ int cmd_list(const std::string& family, const std::string& problem_text, bool as
   return 0;
 }
 
+// --config over the variant's space on `dev`: unnamed parameters take their first listed value, so that
+// `run` works with a partial config. Throws InputError naming --config.<parameter>.
+Config run_config(const Variant& v, const Problem& p, const std::string& config_text, const DeviceInfo& dev) {
+  const ParamSpace space = v.space(p, dev);
+  Config cfg = parse_config(config_text, "--config");
+  for (const auto& prm : space.params())
+    if (!cfg.contains(prm.name)) cfg[prm.name] = prm.values.front();
+  return space.complete_config(cfg, "--config");
+}
+
 int cmd_run(const std::string& variant, const std::string& problem_text, const std::string& config_text, bool hot,
             double time_cap) {
   const Variant& v = Registry::instance().get(variant);
@@ -137,15 +148,12 @@ int cmd_run(const std::string& variant, const std::string& problem_text, const s
   if (p.family != v.family())
     throw InputError("--problem: " + variant + " is a " + v.family() + " variant, the problem is " +
                      p.family);
+  run_config(v, p, config_text, DeviceInfo::offline_sm90());  // a bad --config is named with or without a GPU
   require_gpu("convtune run");
   const DeviceInfo dev = DeviceInfo::query(0);
   check_fits(p, dev, "--problem");
   const ParamSpace space = v.space(p, dev);
-  Config cfg = parse_config(config_text, "--config");
-  // Unnamed parameters take their first listed value, so `run` works with a partial config.
-  for (const auto& prm : space.params())
-    if (!cfg.contains(prm.name)) cfg[prm.name] = prm.values.front();
-  cfg = space.complete_config(cfg, "--config");
+  const Config cfg = run_config(v, p, config_text, dev);
   // An integer off the space's grid is allowed on purpose (exploring by hand), but said and marked.
   json off_grid = json::array();
   for (const auto& prm : space.params())
@@ -288,7 +296,7 @@ int cmd_check_dispatch(const std::string& table, const std::string& run, bool as
   if (!fs::exists(table_path)) throw InputError("check-dispatch: no dispatch table at " + table_path.string());
   if (!records_file_exists(fs::path(run) / "records.jsonl"))
     throw InputError("check-dispatch: " + run + " is not a run folder (no records.jsonl or records.jsonl.gz)");
-  const json summary = read_json(fs::path(run) / "summary.json");
+  const json summary = read_run_summary(run);
   const json check = check_dispatch(read_json(table_path), summary.value("device", json::object()),
                                     read_records(fs::path(run) / "records.jsonl").records);
   if (as_json) std::cout << check.dump(2) << "\n";
@@ -359,16 +367,41 @@ int cmd_compare(const std::string& a, const std::string& b, bool as_json) {
   return 0;
 }
 
+// --strategies as names, each one checked, so that a typo names the flag rather than a spec field.
+std::vector<std::string> replay_strategy_names(const std::string& strategies) {
+  if (strategies.empty()) return strategy_names();
+  std::string allowed;
+  for (const auto& n : strategy_names()) allowed += (allowed.empty() ? "" : ", ") + n;
+  std::vector<std::string> names;
+  std::stringstream ss(strategies);
+  for (std::string n; std::getline(ss, n, ',');) {
+    if (std::find(strategy_names().begin(), strategy_names().end(), n) == strategy_names().end())
+      throw InputError("--strategies: '" + n + "' is not a strategy; allowed: a comma list of " + allowed);
+    names.push_back(n);
+  }
+  if (names.empty() || strategies.back() == ',')
+    throw InputError("--strategies: '" + strategies + "' names no strategy; allowed: a comma list of " + allowed);
+  return names;
+}
+
+// Replay judges strategies against the whole landscape: a run that measured part of it is refused.
+void require_exhaustive_run(const std::string& folder) {
+  const std::filesystem::path file = std::filesystem::path(folder) / "summary.json";
+  if (!std::filesystem::exists(file)) {
+    std::cerr << "warning: " << file.string() << " is missing: cannot tell whether the run was exhaustive\n";
+    return;
+  }
+  const std::string gap = replay_data_gap(read_run_summary(folder));
+  if (!gap.empty())
+    throw InputError("replay: " + file.string() + ": " + gap + "; replay needs every candidate measured (allowed: "
+                     "the run of an exhaustive sweep with no evaluation budget)");
+}
+
 int cmd_replay(const std::string& folder, const std::string& strategies, int trials, double budget, bool as_json) {
+  const std::vector<std::string> names = replay_strategy_names(strategies);
+  require_exhaustive_run(folder);
   auto read = read_records(std::filesystem::path(folder) / "records.jsonl");
   for (const auto& p : read.problems) std::cerr << "warning: skipping unreadable record " << p << "\n";
-  std::vector<std::string> names;
-  if (strategies.empty()) {
-    names = strategy_names();
-  } else {
-    std::stringstream ss(strategies);
-    for (std::string n; std::getline(ss, n, ',');) names.push_back(n);
-  }
   const auto results = replay_strategies(read.records, names, trials, budget);
   if (as_json) {
     json out = json::array();
@@ -448,6 +481,16 @@ struct SweepFlags {
   int worker_gpu = 0;
 };
 
+std::string plot_script() { return std::string(CONVTUNE_SOURCE_DIR) + "/scripts/plot.py"; }
+
+// The folder reaches plot.py as one argument (no shell): any name, quotes included, is plotted as typed.
+int cmd_plot(const std::string& folder, const std::string& compare_with) {
+  std::vector<std::string> args = {"python3", plot_script()};
+  if (!compare_with.empty()) args.push_back("--compare=" + compare_with);
+  args.insert(args.end(), {"--", folder});  // a folder named -x is a folder, not an option
+  return run_program(args);
+}
+
 // After a sweep: best, the dispatch table, and profiles and plots when asked for, so that one command
 // leaves everything behind. Returns the exit code.
 int finish_sweep(const SweepResult& r, const SweepFlags& f) {
@@ -471,9 +514,7 @@ int finish_sweep(const SweepResult& r, const SweepFlags& f) {
     std::cerr << "profiles: " << (r.folder / "profiles.jsonl").string() << "\n";
   }
   if (f.plot) {
-    const std::string cmd = "python3 '" + std::string(CONVTUNE_SOURCE_DIR) + "/scripts/plot.py' -q '" + r.folder.string() + "'";
-    const int rc = std::system(cmd.c_str());
-    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
+    if (run_program({"python3", plot_script(), "-q", "--", r.folder.string()}) != 0)
       std::cerr << "plots were not drawn (needs python3 with matplotlib: bash scripts/deps.sh test)\n";
     else
       std::cerr << "plots and report: " << (r.folder / "plots").string() << "/report.html\n";
@@ -496,6 +537,11 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
   opt.worker_prepare = f.worker_prepare;
   if (!f.shard.empty()) opt.shard = Shard::parse(f.shard, "--shard");
   if (!f.worker_for.empty()) return run_sweep_worker(spec, f.worker_for, opt, argv, std::cerr);
+  if (f.split_by_model && f.devices.empty()) throw InputError("--split-by-model: give the GPUs with --devices");
+  if (!f.devices.empty()) {  // refused before anything is planned or written, --dry-run or not
+    if (!f.dry_run) require_gpu("convtune sweep");
+    opt.devices = parse_device_list(f.devices, DeviceInfo::count());
+  }
   const bool dry_run = f.dry_run;
   if (dry_run) {
     const DeviceInfo dev = DeviceInfo::count() > 0 ? DeviceInfo::query(0) : DeviceInfo::offline_sm90();
@@ -539,11 +585,6 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
               << " min of measurement, plus kernel compilation (cached after the first run)\n";
     return 0;
   }
-  if (f.split_by_model && f.devices.empty()) throw InputError("--split-by-model: give the GPUs with --devices");
-  if (!f.devices.empty()) {
-    require_gpu("convtune sweep");
-    opt.devices = parse_device_list(f.devices, DeviceInfo::count());
-  }
   if (f.profile_best) require_ncu("");  // before the sweep, not after it
   if (!f.split_by_model) return finish_sweep(run_sweep(spec, opt, argv, std::cerr), f);
   int rc = 0;
@@ -552,6 +593,22 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
     if (rc == 0 || one == 1) rc = one;
   }
   return rc;
+}
+
+// CLI11's PositiveNumber states its range up to DBL_MAX, 309 digits: the range in words instead.
+CLI::Validator seconds_up_to(double most) {
+  return CLI::Validator(
+      [most](std::string& text) -> std::string {
+        size_t used = 0;
+        double v = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+        }
+        if (used == text.size() && v > 0 && v <= most) return "";
+        return "'" + text + "' is not allowed; allowed: a number of seconds in (0, " + fixed(most, 0) + "]";
+      },
+      "SECONDS");
 }
 
 }  // namespace
@@ -581,7 +638,7 @@ int main(int argc, char** argv) {
   run->add_option("--problem", problem, "family:dims, e.g. conv2d:h=8192,w=8192,r=3")->required();
   run->add_option("--config", config, "name=value,... (unnamed parameters take their first value)");
   run->add_flag("--hot", hot, "do not flush L2 before each sample");
-  run->add_option("--time-cap", time_cap, "seconds of sampling at most")->check(CLI::PositiveNumber);
+  run->add_option("--time-cap", time_cap, "seconds of sampling at most, in (0, 3600]")->check(seconds_up_to(3600));
 
   SweepFlags sf;
   auto* sweep = app.add_subcommand("sweep", "run a sweep spec; records go to results/<device>/<spec>-<time>/");
@@ -595,7 +652,7 @@ int main(int argc, char** argv) {
   sweep->add_flag("--quiet", sf.quiet, "no progress lines");
   sweep->add_flag("--plot", sf.plot, "draw the plots and the report at the end (python3 + matplotlib)");
   sweep->add_flag("--no-ceilings", sf.no_ceilings, "do not measure the ceilings (no roofline figures)");
-  sweep->add_option("--shard", sf.shard, "run only part i of n of the spec's work (i/n, 0 <= i < n); join with merge");
+  sweep->add_option("--shard", sf.shard, "run only part i of n of the spec's work (i/n, 0 <= i < n <= 100000); join with merge");
   sweep->add_flag("--json", sf.as_json, "with --dry-run: the plan as JSON");
   sweep->add_flag("--profile-best", sf.profile_best, "at the end, profile each problem's winner under Nsight Compute");
   sweep->add_option("--devices", sf.devices, "GPUs to sweep on, one worker each, one run folder: all, or indices "
@@ -631,10 +688,10 @@ int main(int argc, char** argv) {
   profile->add_option("--candidate", psel.candidate, "only candidates whose name contains this");
   profile->add_option("--problem", psel.problem, "only problems whose key contains this");
   profile->add_option("--ncu", popt.ncu, "path of ncu (default: PATH, CUDA toolkit, /opt/nvidia/nsight-compute)");
-  profile->add_option("--device", popt.device, "GPU index")->check(CLI::NonNegativeNumber);
+  profile->add_option("--device", popt.device, "GPU index")->check(CLI::Range(0, 1023));
   profile->add_flag("--quiet", popt.quiet, "no progress lines");
   profile->add_option("--timeout", popt.timeout_s, "seconds one problem's ncu session may take (default 900)")
-      ->check(CLI::PositiveNumber);
+      ->check(seconds_up_to(86400));
   profile->add_option("--worker", worker_targets, "internal: the process ncu runs")->group("");
 
   std::vector<std::string> merge_runs_in;
@@ -712,12 +769,7 @@ int main(int argc, char** argv) {
     if (*sweep) return cmd_sweep(spec_path, sf, args);
     if (*best) return cmd_best(folder, as_json);
     if (*compare) return cmd_compare(folder, folder_b, as_json);
-    if (*plot) {
-      const std::string cmd = "python3 '" + std::string(CONVTUNE_SOURCE_DIR) + "/scripts/plot.py' '" + folder + "'" +
-                              (folder_b.empty() ? "" : " --compare '" + folder_b + "'");
-      const int rc = std::system(cmd.c_str());
-      return WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
-    }
+    if (*plot) return cmd_plot(folder, folder_b);
     if (*exp) {
       const bool fleet = export_runs.size() > 1 || !export_out.empty();
       if (fleet && export_out.empty()) throw InputError("export: several runs make a fleet table: give -o <folder>");

@@ -13,6 +13,7 @@
 #include "harness/error.h"
 #include "harness/family.h"
 #include "harness/records.h"
+#include "harness/run_summary.h"
 #include "harness/select.h"
 #include "harness/jit.h"
 #include "harness/json_file.h"
@@ -541,7 +542,7 @@ RunTable read_run(const std::filesystem::path& run_folder) {
     throw InputError(run_folder.string() + ": not a run folder (no such directory)");
   RunTable t;
   t.folder = run_folder;
-  t.summary = read_json(run_folder / "summary.json");
+  t.summary = read_run_summary(run_folder);
   ReadResult rr = read_records(run_folder / "records.jsonl");
   for (const auto& p : rr.problems) std::cerr << "warning: skipped an unreadable record: " << p << "\n";
   t.records = std::move(rr.records);
@@ -633,18 +634,33 @@ void attach_training(std::vector<RunTable>& runs, const std::vector<std::filesys
   }
 }
 
-void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats,
-                const std::vector<std::filesystem::path>& train) {
+namespace {
+// The three files of an export, built in memory so that a failure leaves the folder as it was.
+struct RunExport {
+  std::string dispatch, header, t4;
+};
+
+RunExport build_run_export(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats,
+                           const std::vector<std::filesystem::path>& train) {
   std::vector<RunTable> t = {read_run(run_folder)};
   attach_training(t, train);
   std::vector<RunTable> read;
   for (const auto& folder : repeats) read.push_back(read_run(folder));
-  const json dispatch = repeats.empty() ? run_dispatch(t[0]) : dispatch_over_repeats(t[0], read);
-  const std::string header = make_header(dispatch);
-  const json t4 = make_t4(t[0].summary, t[0].records);
-  write_text_atomically(run_folder / "dispatch.json", dump_dispatch(dispatch));
-  write_text_atomically(run_folder / "convtune_dispatch.h", header);
-  write_json_atomically(run_folder / "t4.json", t4);
+  try {
+    const json dispatch = repeats.empty() ? run_dispatch(t[0]) : dispatch_over_repeats(t[0], read);
+    return {dump_dispatch(dispatch), make_header(dispatch), make_t4(t[0].summary, t[0].records).dump(2) + "\n"};
+  } catch (const json::exception& e) {  // a field of an unexpected kind that the checks on reading let by
+    throw InputError("export: " + run_folder.string() + " holds a field of the wrong kind, nothing written: " + e.what());
+  }
+}
+}  // namespace
+
+void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats,
+                const std::vector<std::filesystem::path>& train) {
+  const RunExport out = build_run_export(run_folder, repeats, train);
+  write_text_atomically(run_folder / "dispatch.json", out.dispatch);
+  write_text_atomically(run_folder / "convtune_dispatch.h", out.header);
+  write_text_atomically(run_folder / "t4.json", out.t4);
 }
 
 }  // namespace convtune

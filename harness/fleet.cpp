@@ -63,7 +63,7 @@ void export_fleet(const std::vector<fs::path>& runs, const fs::path& out, const 
     tables.push_back(std::move(table));
   }
   const json fleet = make_fleet(tables);
-  const std::string header = make_fleet_header(fleet);
+  const std::string header = make_fleet_header(fleet);  // before any write: a failure leaves -o as it was
   fs::create_directories(out);
   write_text_atomically(out / "dispatch.json", dump_dispatch(fleet));
   write_text_atomically(out / "convtune_dispatch.h", header);

@@ -29,11 +29,12 @@ MeasureOptions MeasureOptions::from_json(const json& j, const std::string& where
       o.cold = v.get<bool>();
     } else if (k == "warmup" || k == "min_samples" || k == "max_samples") {
       if (!v.is_number_integer() || v.get<int64_t>() < (k == "warmup" ? 0 : 1) || v.get<int64_t>() > 100000)
-        throw InputError(where + "." + k + ": must be an integer in " + (k == "warmup" ? "0" : "1") + "..100000");
+        throw InputError(where + "." + k + ": " + v.dump() + " is not allowed; allowed: an integer in " +
+                         (k == "warmup" ? "0" : "1") + "..100000");
       (k == "warmup" ? o.warmup : k == "min_samples" ? o.min_samples : o.max_samples) = v.get<int>();
     } else if (k == "max_rel_stderr" || k == "time_cap_s") {
       if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() > 3600)
-        throw InputError(where + "." + k + ": must be a number in (0, 3600]");
+        throw InputError(where + "." + k + ": " + v.dump() + " is not allowed; allowed: a number in (0, 3600]");
       (k == "max_rel_stderr" ? o.max_rel_stderr : o.time_cap_s) = v.get<double>();
     } else {
       throw InputError(where + "." + k + ": unknown option; allowed: " + allowed);

@@ -51,6 +51,18 @@ static std::string value_list(const std::vector<json>& values) {
   return out;
 }
 
+// Integer tunables count threads, elements, stages: a negative value (or zero, where the space lists no
+// zero) would wrap or divide by zero downstream, so it is named here instead of skipped with a wrong reason.
+static void check_sign(const Param& p, const json& v, const std::string& at) {
+  const auto lowest = std::min_element(p.values.begin(), p.values.end());
+  if (lowest == p.values.end() || !lowest->is_number_integer() || lowest->get<int64_t>() < 0) return;
+  const bool zero_ok = lowest->get<int64_t>() == 0;
+  const int64_t x = v.is_number_unsigned() ? int64_t(v.get<uint64_t>() > 0) : v.get<int64_t>();  // the sign alone
+  if (x > 0 || (x == 0 && zero_ok)) return;
+  throw InputError(at + ": " + v.dump() + " is " + (x < 0 ? "negative" : "zero") + "; allowed: " +
+                   (zero_ok ? "integers >= 0" : "positive integers") + " (the space lists " + value_list(p.values) + ")");
+}
+
 ParamSpace ParamSpace::restricted(const json& overrides, const std::string& where) const {
   if (!overrides.is_object()) throw InputError(where + ": must be an object {parameter: value or [values]}");
   ParamSpace out = *this;
@@ -67,6 +79,7 @@ ParamSpace ParamSpace::restricted(const json& overrides, const std::string& wher
                          (want_string ? "a name" : "an integer") + "; allowed: " + value_list(it->values));
       if (want_string && std::find(it->values.begin(), it->values.end(), v) == it->values.end())
         throw InputError(where + "." + name + ": unknown value " + v.dump() + "; allowed: " + value_list(it->values));
+      if (!want_string) check_sign(*it, v, where + "." + name);
     }
     it->values = values;
   }
@@ -92,6 +105,7 @@ Config ParamSpace::complete_config(const Config& given, const std::string& where
                        "; values: " + value_list(p.values));
     if (want_string && std::find(p.values.begin(), p.values.end(), v) == p.values.end())
       throw InputError(where + "." + p.name + ": unknown value " + v.dump() + "; allowed: " + value_list(p.values));
+    if (!want_string) check_sign(p, v, where + "." + p.name);
   }
   return cfg;
 }

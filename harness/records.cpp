@@ -92,17 +92,40 @@ void RecordWriter::append(const json& record) {
 
 namespace {
 
+// A field that the commands read, of the wrong kind: an InputError naming the line and the field, for a
+// record hand-edited or written by something else. (A torn line is not this: it does not parse.)
+void check_record_fields(const json& j, const std::string& where) {
+  auto refuse = [&](const std::string& field, const json& v, const char* allowed) {
+    throw InputError(where + ": " + field + " is " + v.dump() + "; allowed: " + allowed);
+  };
+  for (const char* key : {"problem_key", "candidate", "status"})
+    if (!j[key].is_string()) refuse(key, j[key], "a string");
+  for (const char* key : {"variant", "family"})  // null in a profile of a record without them
+    if (j.contains(key) && !j[key].is_string() && !j[key].is_null()) refuse(key, j[key], "a string");
+  for (const char* key : {"problem", "config"})
+    if (j.contains(key) && !j[key].is_object()) refuse(key, j[key], "an object");
+  if (!j.contains("time")) return;  // a profile (profiles.jsonl) carries time_ms instead
+  const json& time = j["time"];
+  if (!time.is_object()) refuse("time", time, "an object {\"median_ms\": milliseconds, ...}");
+  const json median = time.value("median_ms", json());
+  if (j["status"] == status::ok && (!median.is_number() || median.get<double>() < 0))
+    refuse("time.median_ms", median, "a non-negative number of milliseconds");
+}
+
 // One line of a records file into `out`: a record, or a problem naming the line.
 void parse_record_line(const std::string& line, const std::string& where, ReadResult& out) {
   if (line.empty()) return;
+  json j;
   try {
-    json j = json::parse(line);
+    j = json::parse(line);
     if (!j.is_object() || !j.contains("problem_key") || !j.contains("candidate") || !j.contains("status"))
       throw std::runtime_error("not a record (needs problem_key, candidate, status)");
-    out.records.push_back(std::move(j));
   } catch (const std::exception& e) {
     out.problems.push_back(where + ": " + e.what());
+    return;
   }
+  check_record_fields(j, where);
+  out.records.push_back(std::move(j));
 }
 
 ReadResult parse_record_lines(std::istream& in, const std::filesystem::path& where) {

@@ -154,6 +154,23 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+std::string replay_data_gap(const json& summary) {
+  if (!summary.is_object()) return "";
+  const json spec = summary.value("spec", json::object());
+  if (!spec.is_object()) return "";
+  const json strategy = spec.value("strategy", json("exhaustive"));
+  if (strategy != "exhaustive") return "spec.strategy is " + strategy.dump() + ", which measured only part of each space";
+  const json budget = spec.value("budget", json::object());
+  const json evals = budget.is_object() ? budget.value("max_evaluations_per_problem", json(0)) : json(0);
+  if (evals.is_number() && evals.get<double>() > 0)
+    return "spec.budget.max_evaluations_per_problem is " + evals.dump() + ", which cut each space short";
+  const json shard = summary.value("shard", json::object());
+  const json count = shard.is_object() ? shard.value("count", json(1)) : json(1);
+  if (count.is_number() && count.get<double>() > 1 && !summary.contains("merge"))
+    return "shard is " + shard.dump() + ", one part of a sharded sweep (merge the shards first)";
+  return "";
+}
+
 std::vector<size_t> warm_prior(const std::vector<json>& records, const Problem& problem,
                                const std::vector<SearchCandidate>& cands) {
   std::vector<std::string> names;

@@ -39,6 +39,11 @@ struct ReplayResult {
 std::vector<ReplayResult> replay_strategies(const std::vector<json>& records, const std::vector<std::string>& strategies,
                                             int trials_per_problem, double budget_fraction);
 
+// Why a run's records cannot stand for the whole landscape replay needs ("" when they can): a run whose
+// summary says a strategy other than exhaustive, a per-problem evaluation budget, or one shard of several
+// measured only part of each space, so replay's "optimum" would be the best of a sample. Names the field.
+std::string replay_data_gap(const json& summary);
+
 // The warm-start prior for a problem about to be searched: the working candidates of the nearest other
 // problem of the same family in `records` (same rules as replay), fastest first, as indices into
 // `cands` matched by candidate name. Empty when there is no such problem (warm then anneals).

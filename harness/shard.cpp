@@ -6,6 +6,7 @@
 
 #include "harness/error.h"
 #include "harness/records.h"
+#include "harness/run_summary.h"
 #include "harness/spec.h"
 #include "harness/json_file.h"
 #include "harness/sweep.h"
@@ -25,8 +26,12 @@ Shard Shard::from_json(const json& j) {
   return s;
 }
 
+// More shards than this would leave most of them empty for any spec we ship.
+constexpr int kMaxShards = 100000;
+
 Shard Shard::parse(const std::string& text, const std::string& where) {
-  const std::string form = where + ": '" + text + "' must be i/n with 0 <= i < n, e.g. 0/4";
+  const std::string form = where + ": '" + text + "' must be i/n with 0 <= i < n <= " + std::to_string(kMaxShards) +
+                           ", e.g. 0/4";
   const auto slash = text.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) throw InputError(form);
   Shard s;
@@ -38,7 +43,7 @@ Shard Shard::parse(const std::string& text, const std::string& where) {
   } catch (const std::logic_error&) {
     throw InputError(form);
   }
-  if (s.count < 1 || s.count > 100000 || s.index < 0 || s.index >= s.count) throw InputError(form);
+  if (s.count < 1 || s.count > kMaxShards || s.index < 0 || s.index >= s.count) throw InputError(form);
   return s;
 }
 
@@ -75,14 +80,17 @@ struct ShardRun {
   fs::path folder;
   json summary;
   Shard shard;
+  std::vector<json> records, profiles;  // read before the merge writes anything: a bad line refuses it whole
 };
 
 ShardRun open_shard(const fs::path& folder) {
   if (!fs::exists(folder / "summary.json") || !records_file_exists(folder / "records.jsonl"))
     throw InputError("merge: " + folder.string() +
                      " is not a run folder (needs summary.json and records.jsonl or records.jsonl.gz)");
-  ShardRun r{folder, read_json(folder / "summary.json"), {}};
+  ShardRun r{folder, read_run_summary(folder), {}, {}, {}};
   r.shard = Shard::from_json(r.summary.value("shard", json()));
+  r.records = read_records(folder / "records.jsonl").records;
+  if (records_file_exists(folder / "profiles.jsonl")) r.profiles = read_records(folder / "profiles.jsonl").records;
   return r;
 }
 
@@ -117,8 +125,9 @@ std::set<std::string> planned_keys(const json& summary, bool& by_problem) {
   return keys;
 }
 
-void append_lines(const fs::path& from, RecordWriter& to, std::set<std::string>& seen, std::vector<std::string>& dups) {
-  for (const auto& r : read_records(from).records) {
+void append_lines(const std::vector<json>& from, RecordWriter& to, std::set<std::string>& seen,
+                  std::vector<std::string>& dups) {
+  for (const auto& r : from) {
     const std::string key = record_key(r);
     if (!seen.insert(key).second) {
       dups.push_back(key);
@@ -137,7 +146,7 @@ void merge_profiles(const std::vector<ShardRun>& shards, const fs::path& out) {
   RecordWriter profiles(out / "profiles.jsonl");
   for (const auto& s : shards) {
     if (!records_file_exists(s.folder / "profiles.jsonl")) continue;
-    for (const auto& p : read_records(s.folder / "profiles.jsonl").records) profiles.append(p);
+    for (const auto& p : s.profiles) profiles.append(p);
     if (fs::is_directory(s.folder / "profiles"))
       fs::copy(s.folder / "profiles", out / "profiles", fs::copy_options::recursive | fs::copy_options::skip_existing);
   }
@@ -162,7 +171,7 @@ json merge_runs(const std::vector<fs::path>& runs, const fs::path& out, const st
   std::vector<std::string> duplicates;
   {
     RecordWriter records(out / "records.jsonl");
-    for (const auto& s : shards) append_lines(s.folder / "records.jsonl", records, seen, duplicates);
+    for (const auto& s : shards) append_lines(s.records, records, seen, duplicates);
   }
   merge_profiles(shards, out);
   std::set<int> indices;

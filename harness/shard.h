@@ -20,7 +20,7 @@ struct Shard {
   std::string text() const { return std::to_string(index) + "/" + std::to_string(count); }
   json to_json() const;
   static Shard from_json(const json& j);
-  // "i/n" with 0 <= i < n; throws InputError naming `where` and the allowed form.
+  // "i/n" with 0 <= i < n <= 100000; throws InputError naming `where` and the allowed form.
   static Shard parse(const std::string& text, const std::string& where);
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -141,16 +142,18 @@ SweepSpec SweepSpec::parse(const json& j) {
     if (!b.is_object()) throw InputError("spec.budget: must be an object");
     for (const auto& [k, v] : b.items()) {
       if (k == "max_evaluations_per_problem") {
-        if (!v.is_number_integer() || v.get<int64_t>() < 0)
-          throw InputError("spec.budget.max_evaluations_per_problem: must be a non-negative integer (0 = no limit)");
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 1000000000)
+          throw InputError("spec.budget.max_evaluations_per_problem: " + v.dump() +
+                           " is not allowed; allowed: an integer in 0..1000000000 (0 = no limit)");
         s.budget.max_evaluations_per_problem = v.get<int>();
       } else if (k == "candidate_timeout_s") {
         if (!v.is_number() || v.get<double>() <= 0)
-          throw InputError("spec.budget.candidate_timeout_s: must be a positive number of seconds");
+          throw InputError("spec.budget.candidate_timeout_s: " + v.dump() + " is not allowed; allowed: a positive number of seconds");
         s.budget.candidate_timeout_s = v.get<double>();
       } else if (k == "seconds_per_problem" || k == "seconds_total") {
         if (!v.is_number() || v.get<double>() < 0)
-          throw InputError("spec.budget." + k + ": must be a non-negative number of seconds (0 = no limit)");
+          throw InputError("spec.budget." + k + ": " + v.dump() +
+                           " is not allowed; allowed: a non-negative number of seconds (0 = no limit)");
         (k == "seconds_total" ? s.budget.seconds_total : s.budget.seconds_per_problem) = v.get<double>();
       } else {
         throw InputError("spec.budget." + k +
@@ -174,6 +177,8 @@ SweepSpec SweepSpec::parse(const json& j) {
 }
 
 SweepSpec SweepSpec::load(const std::string& path) {
+  if (std::filesystem::is_directory(path))
+    throw InputError("spec: '" + path + "' is a directory, not a spec file; give a JSON file such as sweeps/default.json");
   std::ifstream in(path);
   if (!in) throw InputError("spec: cannot read '" + path + "'");
   json j;

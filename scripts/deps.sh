@@ -3,8 +3,11 @@
 # `deps.sh test`: those plus the Python packages of the plots and their tests. Installs only as root
 # (apt-get, pip); otherwise prints the exact commands and fails. Where everything is present (the GPU
 # machine), it installs nothing.
+# For its tests: CONVTUNE_DEPS_DRY_RUN=1 prints what it would install and installs nothing;
+# CONVTUNE_DEPS_HIDE=cudnn takes the machine's cuDNN for missing (nothing is uninstalled).
 set -euo pipefail
 what=${1:-build}
+dry_run=${CONVTUNE_DEPS_DRY_RUN:-0}
 
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 command -v nvcc >/dev/null 2>&1 || { echo "deps: the CUDA toolkit (nvcc, NVRTC, cuFFT, cuBLAS) is required: install CUDA 12.4+ and put nvcc on PATH" >&2; exit 1; }
@@ -17,9 +20,22 @@ have_header nlohmann/json.hpp || apt_missing+=(nlohmann-json3-dev)
 have_header CLI/CLI.hpp || apt_missing+=(libcli11-dev)
 have_header gtest/gtest.h || apt_missing+=(libgtest-dev)
 have_header benchmark/benchmark.h || apt_missing+=(libbenchmark-dev)
+pip_missing=()
 # cuDNN: a system package, CUDNN_ROOT, or Python's nvidia-cudnn wheel (CMakeLists.txt looks in all three).
-have_header cudnn.h || [ -e /usr/local/cuda/include/cudnn.h ] || [ -e "${CUDNN_ROOT:-/nonexistent}/include/cudnn.h" ] ||
-  python3 -c "import nvidia.cudnn" 2>/dev/null || apt_missing+=(cudnn9-cuda-13)
+have_cudnn() {
+  [ "${CONVTUNE_DEPS_HIDE:-}" != cudnn ] || return 1
+  have_header cudnn.h || [ -e /usr/local/cuda/include/cudnn.h ] || [ -e "${CUDNN_ROOT:-/nonexistent}/include/cudnn.h" ] ||
+    python3 -c "import nvidia.cudnn" 2>/dev/null
+}
+# The apt package of the toolkit's CUDA major where apt can install it (NVIDIA's repository), else the wheel.
+if ! have_cudnn; then
+  cuda_major=$(nvcc --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+  if apt-cache policy "cudnn9-cuda-$cuda_major" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+    apt_missing+=("cudnn9-cuda-$cuda_major")
+  else
+    pip_missing+=("nvidia-cudnn-cu$cuda_major")
+  fi
+fi
 # zlib1g-dev (packed run folders, records.jsonl.gz) is optional: installed with the rest when something else is
 # missing too; alone, only a note, so that a machine that cannot download (the GPU machine) still builds.
 if ! have_header zlib.h; then
@@ -27,13 +43,29 @@ if ! have_header zlib.h; then
   else echo "deps: zlib1g-dev missing (optional: without it convtune cannot read packed runs, records.jsonl.gz)"; fi
 fi
 
-pip_missing=()
+# libxgboost-dev fits the dispatch tables' performance models (convtune export). Optional for the same reason:
+# without it, exported tables carry no model and unmeasured shapes take the nearest rule. Where apt can
+# install it, it is installed (alone too), so that the tests of the model run.
+if ! have_header xgboost/c_api.h; then
+  if [ ${#apt_missing[@]} -gt 0 ]; then apt_missing+=(libxgboost-dev)
+  elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && [ -z "${CONVTUNE_DEPS_DRY_RUN:-}" ]; then
+    echo "deps: installing libxgboost-dev (the dispatch model)"
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libxgboost-dev >/dev/null 2>&1 ||
+      { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libxgboost-dev >/dev/null 2>&1; }; } ||
+      echo "deps: libxgboost-dev could not be installed (optional: tables then carry no performance model)"
+  else echo "deps: libxgboost-dev missing (optional: without it exported tables carry no performance model)"; fi
+fi
+
 if [ "$what" = test ]; then
   python3 -c "import matplotlib" 2>/dev/null || pip_missing+=(matplotlib)
   python3 -c "import numpy" 2>/dev/null || pip_missing+=(numpy)
   python3 -c "import pytest" 2>/dev/null || pip_missing+=(pytest)
 fi
 
+if [ "$dry_run" = 1 ]; then
+  echo "deps: would install: apt: ${apt_missing[*]:-nothing}; pip: ${pip_missing[*]:-nothing}"
+  exit 0
+fi
 if [ ${#apt_missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "deps: installing ${apt_missing[*]}"

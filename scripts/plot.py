@@ -133,6 +133,18 @@ def draw_all(run, args, compare_run=None):
     return out
 
 
+def write_atomically(path, data):
+    """`data` (bytes) into `path` through a temporary file and a rename; returns `path`."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise Fatal(f"cannot write {path}: {e.strerror or e}") from None
+    return path
+
+
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
@@ -144,38 +156,31 @@ def main(argv=None) -> int:
             except LoadError as e:
                 raise LoadError(f"--compare: {e}") from None
         outdir = args.outdir or os.path.join(args.run, "plots")
+        drawn = draw_all(run, args, compare_run)
+        if not drawn:
+            raise Fatal(f"{args.run}: nothing could be drawn (see the warnings above)")
+        # Everything is rendered in memory first and each file replaced whole (a temporary file, then a
+        # rename): a failure leaves the folder's plots and report as they were.
+        files, plots = [], []
+        for name, caption, fig in drawn:
+            p = Plot(name=name, caption=caption)
+            for fmt in args.format:
+                buf = io.BytesIO()
+                fig.savefig(buf, format=fmt, dpi=150 if fmt == "png" else None)
+                files.append((f"{name}.{fmt}", buf.getvalue()))
+                p.files[fmt] = f"{name}.{fmt}"
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=110)
+            p.png = buf.getvalue()
+            plots.append(p)
+        if not args.no_report:
+            files.append(("report.md", markdown(run, plots, compare_run).encode("utf-8")))
+            files.append(("report.html", html_report(run, plots, compare_run).encode("utf-8")))
         try:
             os.makedirs(outdir, exist_ok=True)
         except OSError as e:
             raise Fatal(f"cannot create the output folder {outdir}: {e.strerror or e}") from None
-        drawn = draw_all(run, args, compare_run)
-        if not drawn:
-            raise Fatal(f"{args.run}: nothing could be drawn (see the warnings above)")
-        plots, written = [], []
-        for name, caption, fig in drawn:
-            p = Plot(name=name, caption=caption)
-            buf = io.BytesIO()
-            try:
-                for fmt in args.format:
-                    path = os.path.join(outdir, f"{name}.{fmt}")
-                    fig.savefig(path, dpi=150 if fmt == "png" else None)
-                    p.files[fmt] = f"{name}.{fmt}"
-                    written.append(path)
-                fig.savefig(buf, format="png", dpi=110)
-            except OSError as e:
-                raise Fatal(f"cannot write {name} into {outdir}: {e.strerror or e}") from None
-            p.png = buf.getvalue()
-            plots.append(p)
-        if not args.no_report:
-            for fname, text in (("report.md", markdown(run, plots, compare_run)),
-                                ("report.html", html_report(run, plots, compare_run))):
-                path = os.path.join(outdir, fname)
-                try:
-                    with open(path, "w", encoding="utf-8") as f:
-                        f.write(text)
-                except OSError as e:
-                    raise Fatal(f"cannot write {path}: {e.strerror or e}") from None
-                written.append(path)
+        written = [write_atomically(os.path.join(outdir, fname), data) for fname, data in files]
         if not args.quiet:
             for w in written:
                 print(w)

@@ -1,5 +1,7 @@
-// Every JIT kernel compiles with NVRTC for sm_90 over its space: every config at one radius, every
-// radius 0..16 for each variant's first config, and a spread of configs (every 14th) at radii 0, 1, 8, 16.
+// Every JIT kernel compiles with NVRTC for sm_90 over its space: with CONVTUNE_NVRTC_ALL=1 every config at one
+// radius, the first config at every radius 0..16 and a spread (every 14th) at radii 0, 1, 8, 16; on the CPU a
+// covering sample of those (test_support.h: covering_sample), which compiles every variant, radius and
+// parameter value at least once.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -13,6 +15,9 @@
 using namespace convtune;
 
 namespace {
+
+// Points a stride takes on the CPU before the coverage pass adds the values it missed.
+constexpr size_t kSampleStrideTarget = 4;
 
 // Distinct programs of the configs that can run.
 class ProgramSet {
@@ -33,46 +38,63 @@ std::vector<JitProgram> other_family_programs() {
   ProgramSet set;
   // Other families (a documented sample): per variant and shape of the family's test shapes and example,
   // the first implementable config and every 20th after it (CI time: conv1d's tiled kernel takes ~4 s a
-  // program). The layer families are left to their own compile tests (test_layer_direct, _gemm,
+  // program), thinned on the CPU by covering_sample over configs and problem dims. The layer families are left to their own compile tests (test_layer_direct, _gemm,
   // _implicit_gemm): their spaces run to thousands; and conv2d_separable to test_separable (its whole
   // space at one radius, samples at the other radii).
   for (const Family* fam : FamilyRegistry::instance().all()) {
     if (fam->name() == "conv2d" || fam->name() == "conv2d_separable" || fam->name().rfind("layer_", 0) == 0) continue;
     std::vector<Problem> problems = fam->test_problems();
     problems.push_back(fam->example());
-    for (const Variant* v : Registry::instance().of_family(fam->name()))
+    for (const Variant* v : Registry::instance().of_family(fam->name())) {
+      std::vector<std::pair<const Problem*, Config>> considered;
+      std::vector<json> points;  // each config with its problem's dims, for the coverage
       for (const Problem& p : problems) {
         size_t i = 0;
         for (const auto& c : v->space(p, set.dev).enumerate())
-          if (v->can_implement(p, c, set.dev) && i++ % 20 == 0) set.add(*v, p, c);
+          if (v->can_implement(p, c, set.dev) && i++ % 20 == 0) {
+            considered.emplace_back(&p, c);
+            points.push_back(c);
+            for (const auto& [dim, value] : p.dims) points.back()["problem." + dim] = value;
+          }
       }
+      for (size_t i : test::covering_sample(points, kSampleStrideTarget))
+        set.add(*v, *considered[i].first, considered[i].second);
+    }
   }
   return set.programs;
 }
 
-// conv2d: every config at r = 3, every 14th at the extreme radii, the first that runs at the others.
+// conv2d: per variant, every implementable config at r = 3, every 14th at the extreme radii 0, 1, 8, 16,
+// and the first at each other radius up to 16 (the radius changes the code); on the CPU a covering sample
+// of the family's points: every variant and every value of its parameters, and every radius, at least once.
 std::vector<JitProgram> conv2d_programs() {
   ProgramSet set;
   const DeviceInfo& dev = set.dev;
-  for (const Variant* v : Registry::instance().all()) {
+  struct Point {
+    const Variant* variant;
+    Problem problem;
+    Config config;
+  };
+  std::vector<Point> considered;
+  std::vector<json> points;  // the variant, its parameters by qualified name, and the radius
+  for (const Variant* v : Registry::instance().of_family("conv2d"))
     for (int r = 0; r <= 16; ++r) {
-      Problem p = Problem::from_json({{"family", "conv2d"}, {"h", 1000}, {"w", 999}, {"r", r}});
-      if (v->family() != p.family) continue;
-      const auto configs = v->space(p, dev).enumerate();
-      // Every other config at r = 3 and a sparser odd-indexed sample at r = 5: CI's critical path.
-      if (r == 3 || r == 5) {
-        for (size_t i = r == 3 ? 0 : 1; i < configs.size(); i += r == 3 ? 2 : 8) set.add(*v, p, configs[i]);
-      } else if (r == 0 || r == 1 || r == 8 || r == 16) {
-        for (size_t i = 0; i < configs.size(); i += 14) set.add(*v, p, configs[i]);
-      } else {
-        for (const auto& c : configs)
-          if (v->can_implement(p, c, dev)) {
-            set.add(*v, p, c);
-            break;
-          }
+      const Problem p = Problem::from_json({{"family", "conv2d"}, {"h", 1000}, {"w", 999}, {"r", r}});
+      const size_t every = r == 3 ? 1 : r == 0 || r == 1 || r == 8 || r == 16 ? 14 : 0;  // 0: the first alone
+      size_t index = 0;  // among the implementable configs at this radius
+      for (const auto& c : v->space(p, dev).enumerate()) {
+        if (!v->can_implement(p, c, dev)) continue;
+        const bool take = every == 0 ? index == 0 : index % every == 0;
+        ++index;
+        if (!take) continue;
+        considered.push_back({v, p, c});
+        json point = {{"variant", v->name()}, {"r", r}};
+        for (const auto& [name, value] : c.items()) point[v->name() + "." + name] = value;
+        points.push_back(std::move(point));
       }
     }
-  }
+  for (size_t i : test::covering_sample(points, kSampleStrideTarget))
+    set.add(*considered[i].variant, considered[i].problem, considered[i].config);
   return set.programs;
 }
 
@@ -81,14 +103,14 @@ std::vector<JitProgram> conv2d_programs() {
 // Two tests, so that ctest runs the two halves on two cores (the one test was CI's critical path).
 TEST(Nvrtc, Conv2dKernelsCompileForSm90) {
   const auto programs = conv2d_programs();
-  ASSERT_GT(programs.size(), 50u);
+  ASSERT_GT(programs.size(), test::compile_every_point() ? 50u : 17u);  // at least one a radius
   test::expect_all_compile(programs);
   std::printf("compiled %zu programs\n", programs.size());
 }
 
 TEST(Nvrtc, OtherFamiliesKernelsCompileForSm90) {
   const auto programs = other_family_programs();
-  ASSERT_GT(programs.size(), 20u);
+  ASSERT_GT(programs.size(), test::compile_every_point() ? 20u : 5u);
   test::expect_all_compile(programs);
   std::printf("compiled %zu programs\n", programs.size());
 }
@@ -103,4 +125,21 @@ TEST(Nvrtc, ACompileErrorCarriesTheLog) {
     EXPECT_NE(std::string(e.what()).find("conv2d_constant.cuh"), std::string::npos);
     EXPECT_FALSE(e.log.empty());
   }
+}
+
+// The CPU's sample of a compile test: a stride plus, for each name=value the stride missed, the first
+// point that has it; every point under CONVTUNE_NVRTC_ALL=1.
+TEST(CompileSample, CoversEveryValueOfEveryParameterWithFewPoints) {
+  std::vector<json> points;
+  for (int a : {1, 2, 3, 4, 5, 6, 7})
+    for (int b : {8, 16, 32, 64, 128})
+      for (int r = 0; r <= 16; ++r) points.push_back({{"a", a}, {"b", b}, {"r", r}});
+  const auto chosen = test::covering_sample(points, 6);
+  std::set<std::string> covered;
+  for (size_t i : chosen)
+    for (const auto& [name, value] : points[i].items()) covered.insert(name + "=" + value.dump());
+  EXPECT_EQ(covered.size(), 7u + 5u + 17u);
+  if (test::compile_every_point()) EXPECT_EQ(chosen.size(), points.size());
+  else EXPECT_LE(chosen.size(), 6u + 17u);  // the stride, then one point per radius covers a and b too
+  EXPECT_EQ(chosen, test::covering_sample(points, 6)) << "not deterministic";
 }

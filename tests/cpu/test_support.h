@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <numeric>
+#include <set>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -12,6 +15,7 @@
 
 #include "harness/error.h"
 #include "harness/jit.h"
+#include "harness/params.h"
 
 namespace convtune::test {
 
@@ -35,6 +39,52 @@ std::string input_error(F f) {
 inline void expect_values(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < want.size(); ++i) EXPECT_DOUBLE_EQ(got[i], want[i]) << what << " [" << i << "]";
+}
+
+// CONVTUNE_NVRTC_ALL=1 (the GPU machine, many cores): the NVRTC compile tests compile every point they
+// consider. Otherwise each variant's points are thinned with covering_sample, so that a CPU-only
+// `make test` on 2 cores takes minutes, not twenty.
+inline bool compile_every_point() {
+  const char* all = std::getenv("CONVTUNE_NVRTC_ALL");
+  return all && std::string(all) == "1";
+}
+
+// Indices of a deterministic sample of `points` (configs, each with what else changes its code: the
+// problem's dims such as "r", the variant's name): every stride-th point (stride coprime to 2..7, so that
+// no short cycle of values is skipped; none when stride_target is 0), then greedily the point holding the
+// most name=value pairs not in the sample yet, until every value of every key is compiled at least once.
+// Every point under compile_every_point().
+inline std::vector<size_t> covering_sample(const std::vector<json>& points, size_t stride_target) {
+  std::vector<size_t> chosen;
+  if (compile_every_point() || points.size() <= stride_target) {
+    for (size_t i = 0; i < points.size(); ++i) chosen.push_back(i);
+    return chosen;
+  }
+  std::vector<std::vector<std::string>> keys(points.size());
+  std::set<std::string> uncovered;
+  for (size_t i = 0; i < points.size(); ++i)
+    for (const auto& [name, value] : points[i].items()) uncovered.insert(keys[i].emplace_back(name + "=" + value.dump()));
+  auto take = [&](size_t i) {
+    for (const auto& k : keys[i]) uncovered.erase(k);
+    chosen.push_back(i);
+  };
+  if (stride_target > 0) {
+    size_t stride = std::max<size_t>(1, points.size() / stride_target);
+    while (std::gcd(stride, size_t(210)) != 1) ++stride;
+    for (size_t i = 0; i < points.size(); i += stride) take(i);
+  }
+  while (!uncovered.empty()) {
+    size_t best = 0, best_gain = 0;
+    for (size_t i = 0; i < points.size(); ++i) {
+      size_t gain = 0;
+      for (const auto& k : keys[i]) gain += uncovered.count(k);
+      if (gain > best_gain) best = i, best_gain = gain;
+    }
+    take(best);
+  }
+  std::sort(chosen.begin(), chosen.end());
+  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  return chosen;
 }
 
 // Compiles every program for sm_90 on all cores; a failure (with NVRTC's log) per program that does not

@@ -1,0 +1,305 @@
+// Bad input through the real `convtune` binary, as a new user types it: each case must end with its
+// documented exit code and one line on stderr that names the file, field or flag, and must leave every
+// file of the run folder it was pointed at as it was (checksums before and after).
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <sstream>
+
+#include "harness/gzip_file.h"
+#include "harness/sweep.h"
+#include "test_support.h"
+
+extern char** environ;
+
+using namespace convtune;
+using convtune::test::contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kSource = CONVTUNE_SOURCE_DIR;
+const fs::path kShippedRun = kSource / "results/nvidia-h100-80gb-hbm3/conv2d-spectral-20261123-183951";
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// `argv` (argv[0] looked up on PATH) with no shell between: each argument reaches it as written.
+CliResult run_captured(std::vector<std::string> argv, const fs::path& scratch) {
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  const fs::path out = scratch / "cli.out", err = scratch / "cli.err";
+  posix_spawn_file_actions_t io;
+  posix_spawn_file_actions_init(&io);
+  posix_spawn_file_actions_addopen(&io, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&io, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  CliResult r;
+  if (posix_spawnp(&pid, cargv[0], &io, nullptr, cargv.data(), environ) == 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  posix_spawn_file_actions_destroy(&io);
+  r.out = read_text(out);
+  r.err = read_text(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+CliResult convtune_cli(const std::vector<std::string>& args, const fs::path& scratch) {
+  std::vector<std::string> argv = {CONVTUNE_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_captured(argv, scratch);
+}
+
+// Every file under `dir` (relative path -> contents hash): what a failing command must not change.
+std::map<std::string, size_t> checksums(const fs::path& dir) {
+  std::map<std::string, size_t> sums;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) sums[fs::relative(e.path(), dir).string()] = std::hash<std::string>()(read_text(e.path()));
+  return sums;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+class BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    scratch_ = fs::temp_directory_path() / ("convtune-bad-input-" + std::to_string(getpid()));
+    fs::remove_all(scratch_);
+    fs::create_directories(scratch_);
+  }
+  void TearDown() override { fs::remove_all(scratch_); }
+
+  // A copy of a small shipped run with its records unpacked (records.jsonl), so that a case can edit a line.
+  fs::path run_copy(const std::string& name) {
+    const fs::path run = scratch_ / name;
+    fs::create_directories(run);
+    for (const char* f : {"summary.json", "dispatch.json"}) fs::copy_file(kShippedRun / f, run / f);
+    write_text(run / "records.jsonl", read_gzip_file(kShippedRun / "records.jsonl.gz"));
+    return run;
+  }
+
+  fs::path spec_file(const std::string& name, const json& spec) {
+    const fs::path p = scratch_ / (name + ".json");
+    write_text(p, spec.dump(1));
+    return p;
+  }
+
+  // Runs the case and checks its exit code, one line naming `named`, and that `watched` did not change.
+  void expect_refused(const std::vector<std::string>& args, const std::vector<std::string>& named,
+                      const fs::path& watched = {}, int exit_code = 2) {
+    const fs::path dir = watched.empty() ? scratch_ : watched;
+    const auto before = checksums(dir);
+    const CliResult r = convtune_cli(args, scratch_);
+    std::string typed;
+    for (const auto& a : args) typed += " " + a;
+    EXPECT_EQ(r.exit_code, exit_code) << typed << "\n" << r.err;
+    const auto lines = lines_of(r.err);
+    EXPECT_EQ(lines.size(), 1u) << typed << "\n" << r.err;
+    for (const auto& n : named) EXPECT_TRUE(contains(r.err, n)) << typed << ": does not name " << n << ":\n" << r.err;
+    EXPECT_FALSE(contains(r.err, "json.exception")) << typed << ": " << r.err;
+    EXPECT_LT(r.err.size(), 400u) << typed << ": not a readable line: " << r.err;
+    EXPECT_EQ(checksums(dir), before) << typed << ": a failing command changed files under " << dir;
+  }
+
+  json smoke_spec(const json& params) {
+    return {{"name", "bad"},
+            {"problems", json::array({{{"family", "conv2d"}, {"h", 257}, {"w", 263}, {"r", 1}}})},
+            {"variants", {"conv2d.naive"}},
+            {"params", {{"conv2d.naive", params}}}};
+  }
+
+  // Replaces `from` by `to` in line `line` (1-based) of `file`.
+  static void edit_line(const fs::path& file, int line, const std::string& from, const std::string& to) {
+    std::istringstream in(read_text(file));
+    std::string out, text;
+    for (int n = 1; std::getline(in, text); ++n) {
+      if (n == line) {
+        const auto at = text.find(from);
+        ASSERT_NE(at, std::string::npos) << file << ":" << line << " has no " << from;
+        text.replace(at, from.size(), to);
+      }
+      out += text + "\n";
+    }
+    write_text(file, out);
+  }
+
+  // The 1-based number of the first ok record of `file`.
+  static int first_ok_line(const fs::path& file) {
+    std::istringstream in(read_text(file));
+    int n = 1;
+    for (std::string text; std::getline(in, text); ++n)
+      if (json::parse(text).value("status", "") == "ok") return n;
+    return 0;
+  }
+
+  fs::path scratch_;
+};
+
+}  // namespace
+
+TEST_F(BadInput, ANegativeOrZeroSpecParameterIsNamedAsSuch) {
+  expect_refused({"sweep", spec_file("neg", smoke_spec({{"block_x", {-32}}})).string(), "--dry-run"},
+                 {"spec.params.conv2d.naive.block_x", "-32", "negative", "positive integers"});
+  expect_refused({"sweep", spec_file("zero", smoke_spec({{"block_y", 0}})).string(), "--dry-run"},
+                 {"spec.params.conv2d.naive.block_y", "zero"});
+}
+
+TEST_F(BadInput, ANegativeConfigValueOfRunIsNamed) {
+  expect_refused({"run", "--variant", "conv2d.naive", "--problem", "conv2d:h=64,w=64,r=1", "--config", "block_x=-32"},
+                 {"--config.block_x", "negative"});
+}
+
+TEST_F(BadInput, DeviceListsAreRefusedBeforeAnyPlanOrFolder) {
+  const fs::path spec = kSource / "sweeps/smoke.json";
+  const fs::path results = scratch_ / "results";
+  for (const std::string devices : {"5", "abc", "0,0", "-1", "0,", "99999999"})
+    expect_refused({"sweep", spec.string(), "--dry-run", "--results", results.string(), "--devices", devices},
+                   {"--devices", "allowed"});
+  EXPECT_FALSE(fs::exists(results));
+}
+
+TEST_F(BadInput, ShardStatesItsLimit) {
+  expect_refused({"sweep", (kSource / "sweeps/smoke.json").string(), "--dry-run", "--shard", "0/1000000"},
+                 {"--shard", "0/1000000", "n <= 100000"});
+  expect_refused({"sweep", (kSource / "sweeps/smoke.json").string(), "--dry-run", "--shard", "4/4"}, {"--shard", "i < n"});
+}
+
+TEST_F(BadInput, ReplayRefusesARunThatWasNotExhaustive) {
+  const fs::path run = run_copy("anneal");
+  json summary = read_json(run / "summary.json");
+  summary["spec"]["strategy"] = "anneal";
+  write_text(run / "summary.json", summary.dump(1));
+  expect_refused({"replay", run.string()}, {"summary.json", "spec.strategy", "anneal", "exhaustive"}, run);
+  summary["spec"]["strategy"] = "exhaustive";
+  summary["spec"]["budget"] = {{"max_evaluations_per_problem", 5}};
+  write_text(run / "summary.json", summary.dump(1));
+  expect_refused({"replay", run.string()}, {"spec.budget.max_evaluations_per_problem"}, run);
+  summary["spec"].erase("budget");
+  summary["shard"] = {{"index", 1}, {"count", 4}};
+  write_text(run / "summary.json", summary.dump(1));
+  expect_refused({"replay", run.string()}, {"shard", "merge"}, run);
+}
+
+TEST_F(BadInput, ReplayNamesTheStrategiesFlag) {
+  const fs::path run = run_copy("replay");
+  for (const std::string names : {"greedy", "anneal,greedy", "anneal,", ","}) {
+    const CliResult r = convtune_cli({"replay", run.string(), "--strategies", names}, scratch_);
+    EXPECT_EQ(r.exit_code, 2) << names << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "--strategies") && contains(r.err, "allowed: a comma list of")) << r.err;
+    EXPECT_FALSE(contains(r.err, "spec.strategy")) << r.err;
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  }
+}
+
+TEST_F(BadInput, ARecordOfTheWrongKindIsNamedByFileLineAndField) {
+  const fs::path run = run_copy("fast");
+  const int line = first_ok_line(run / "records.jsonl");
+  ASSERT_GT(line, 0);
+  edit_line(run / "records.jsonl", line, "\"time\":{", "\"time\":\"fast\",\"was\":{");
+  const std::string where = "records.jsonl:" + std::to_string(line);
+  for (const std::string command : {"best", "export", "replay", "compare"}) {
+    std::vector<std::string> args = {command, run.string()};
+    if (command == "compare") args.push_back(run.string());
+    expect_refused(args, {where, "time", "\"fast\"", "allowed"}, run);
+  }
+}
+
+TEST_F(BadInput, ASummaryOfTheWrongKindFailsExportWithoutWritingAnything) {
+  const fs::path run = run_copy("summary");
+  json summary = read_json(run / "summary.json");
+  summary["spec"] = 42;
+  summary["device"] = "x";
+  write_text(run / "summary.json", summary.dump(1));
+  expect_refused({"export", run.string()}, {"summary.json", "spec is 42", "allowed"}, run);
+  summary.erase("spec");
+  write_text(run / "summary.json", summary.dump(1));
+  expect_refused({"export", run.string()}, {"summary.json", "device is \"x\""}, run);
+  expect_refused({"check-dispatch", (run / "dispatch.json").string(), run.string()}, {"summary.json", "device"}, run);
+  summary["device"] = {{"name", 7}};
+  write_text(run / "summary.json", summary.dump(1));
+  expect_refused({"export", run.string()}, {"summary.json", "device.name is 7"}, run);
+  EXPECT_FALSE(fs::exists(run / "convtune_dispatch.h"));
+  EXPECT_FALSE(fs::exists(run / "t4.json"));
+}
+
+TEST_F(BadInput, ExportOfAGoodCopyStillWritesItsThreeFiles) {
+  const fs::path run = run_copy("good");
+  const CliResult r = convtune_cli({"export", run.string()}, scratch_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* f : {"dispatch.json", "convtune_dispatch.h", "t4.json"}) EXPECT_TRUE(fs::exists(run / f)) << f;
+}
+
+TEST_F(BadInput, ADirectoryGivenAsASpecIsSaidToBeOne) {
+  expect_refused({"sweep", (kSource / "sweeps").string(), "--dry-run"}, {"is a directory, not a spec file"});
+}
+
+TEST_F(BadInput, SecondsFlagsStateTheirRangeInWords) {
+  for (const std::string cap : {"-1", "0", "1e400", "abc"})
+    expect_refused({"run", "--variant", "conv2d.naive", "--problem", "conv2d:h=64,w=64,r=1", "--time-cap=" + cap},
+                   {"--time-cap", "allowed: a number of seconds in (0, 3600]"});
+  expect_refused({"profile", scratch_.string(), "--timeout=-5"}, {"--timeout", "(0, 86400]"});
+}
+
+TEST_F(BadInput, SpecFieldsNameTheirValueAndTheAllowedRange) {
+  json spec = smoke_spec({{"block_x", {32}}});
+  spec["measure"] = {{"time_cap_s", -1}};
+  expect_refused({"sweep", spec_file("cap", spec).string(), "--dry-run"}, {"spec.measure.time_cap_s", "-1", "(0, 3600]"});
+  spec.erase("measure");
+  spec["budget"] = {{"max_evaluations_per_problem", -3}};
+  expect_refused({"sweep", spec_file("budget", spec).string(), "--dry-run"},
+                 {"spec.budget.max_evaluations_per_problem", "-3", "allowed"});
+  spec["budget"] = {{"candidate_timeout_s", 0}};
+  expect_refused({"sweep", spec_file("timeout", spec).string(), "--dry-run"}, {"spec.budget.candidate_timeout_s", "0"});
+}
+
+TEST_F(BadInput, MergeReadsEveryShardBeforeWritingTheMergedRun) {
+  const fs::path a = run_copy("shard0"), b = run_copy("shard1");
+  for (const auto& [run, index] : {std::pair{a, 0}, std::pair{b, 1}}) {
+    json summary = read_json(run / "summary.json");
+    summary["shard"] = {{"index", index}, {"count", 2}};
+    write_text(run / "summary.json", summary.dump(1));
+  }
+  edit_line(b / "records.jsonl", first_ok_line(b / "records.jsonl"), "\"time\":{", "\"time\":\"fast\",\"was\":{");
+  const fs::path out = scratch_ / "merged";
+  expect_refused({"merge", a.string(), b.string(), "-o", out.string()}, {"records.jsonl:", "time"}, b);
+  EXPECT_FALSE(fs::exists(out / "records.jsonl"));
+}
+
+// A folder name with a quote reaches plot.py as one argument (no shell): it plots like any other.
+TEST_F(BadInput, AQuoteInAFolderNameIsPlottedAsTyped) {
+  if (run_captured({"python3", "-c", "import matplotlib"}, scratch_).exit_code != 0) GTEST_SKIP() << "no matplotlib here";
+  const fs::path run = run_copy("q'x; touch pwned");
+  const CliResult r = convtune_cli({"plot", run.string()}, scratch_);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_FALSE(contains(r.err, "sh: ")) << r.err;
+  EXPECT_TRUE(fs::exists(run / "plots" / "report.md")) << r.out << r.err;
+  EXPECT_FALSE(fs::exists("pwned"));
+}
