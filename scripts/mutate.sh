@@ -33,7 +33,8 @@ TIMEOUT=${TIMEOUT:-300}
 WORK=${WORK:-$repo/build-mutate}
 PYTHON=${PYTHON:-0}
 REPORT=${REPORT:-$WORK/report.md}
-SLOW_TESTS='Nvrtc.*:Separable.EveryKernelCompilesOverItsSpace:LayerDirect.KernelsCompileOverASampleOfTheirSpace'
+# Every test that compiles kernels with NVRTC (minutes each on 2 cores; they test no rule).
+SLOW_TESTS='Nvrtc.*:*Compile.*:*.EveryKernelCompilesOverItsSpace:*.KernelsCompileOverASampleOfTheirSpace:*.SpatialProgramsCompileForSm90'
 
 command -v mutate >/dev/null || python3 -m pip install -q universalmutator
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$repo")}
