@@ -44,6 +44,9 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$repo")}
 tree=$WORK/tree
 mkdir -p "$tree"
 git ls-files -co --exclude-standard -z | grep -zv '^build' | tar --null -T - -cf - | tar -xf - -C "$tree"
+# The copy keeps the commit it was first made at as its version (.git-sha): a later commit changes no
+# object file of the copy, so that its build stays warm across runs.
+[ -f "$tree/.git-sha" ] || git rev-parse --short=12 HEAD >"$tree/.git-sha"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 cmake -S "$tree" -B "$tree/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
@@ -56,12 +59,19 @@ build || { echo "mutate: the unmutated copy does not build (see $WORK/build.log)
 suite || { echo "mutate: the unmutated suite fails (see $WORK/suite.log)"; exit 1; }
 
 # Mutants of one file, sampled with the seed (sorted by number first, so that the sample does not depend
-# on the directory's order).
+# on the directory's order). Mutants of comment lines (which --noCheck leaves in) are equivalent: left out.
 sample() {
-  python3 - "$1" "$SAMPLE" "$SEED" <<'EOF'
+  python3 - "$1" "$SAMPLE" "$SEED" "$2" <<'EOF'
 import os, random, re, sys
-folder, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+folder, n, seed, source = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+original = open(source).read().splitlines()
+def in_comment(name):
+    mutant = open(os.path.join(folder, name)).read().splitlines()
+    changed = next((i for i, (a, b) in enumerate(zip(original, mutant)) if a != b), min(len(original), len(mutant)))
+    line = original[changed].strip() if changed < len(original) else ""
+    return line.startswith("//") or line.startswith("/*") or line.startswith("*")
 names = sorted(os.listdir(folder), key=lambda f: int(re.search(r"\.mutant\.(\d+)\.", f).group(1)))
+names = [f for f in names if not in_comment(f)]
 if 0 < n < len(names):
     names = sorted(random.Random(seed).sample(names, n), key=names.index)
 print("\n".join(os.path.join(folder, f) for f in names))
@@ -82,7 +92,7 @@ for file in $FILES; do
   (cd "$dir" && mutate "$repo/$file" cpp --noCheck --mutantDir "$dir" "${lines_arg[@]}" >/dev/null 2>&1) || true
   total=$(ls "$dir" | wc -l)
   file_killed=0 file_survived=0 file_invalid=0
-  for mutant in $(sample "$dir"); do
+  for mutant in $(sample "$dir" "$repo/$file"); do
     cp "$mutant" "$tree/$file"
     if ! build; then
       file_invalid=$((file_invalid + 1))
