@@ -43,7 +43,20 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$repo")}
 # touch the checkout.
 tree=$WORK/tree
 mkdir -p "$tree"
-git ls-files -co --exclude-standard -z | grep -zv '^build' | tar --null -T - -cf - | tar -xf - -C "$tree"
+# Only files whose bytes differ are written (with a new time): a file restored with its old time would
+# leave a mutant's object file in place.
+git ls-files -co --exclude-standard -z | python3 -c '
+import os, shutil, sys
+tree = sys.argv[1]
+for name in sys.stdin.read().split("\0"):
+    if not name or name.startswith("build") or not os.path.isfile(name):
+        continue
+    target = os.path.join(tree, name)
+    if os.path.exists(target) and open(name, "rb").read() == open(target, "rb").read():
+        continue
+    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+    shutil.copyfile(name, target)
+' "$tree"
 # The copy keeps the commit it was first made at as its version (.git-sha): a later commit changes no
 # object file of the copy, so that its build stays warm across runs.
 [ -f "$tree/.git-sha" ] || git rev-parse --short=12 HEAD >"$tree/.git-sha"
