@@ -67,6 +67,8 @@ build() { cmake --build "$tree/build" -j "$(nproc)" --target convtune_cpu_tests 
 suite() { (cd "$tree/build" && timeout "$TIMEOUT" ./tests/convtune_cpu_tests --gtest_filter="-$SLOW_TESTS" \
   >"$WORK/suite.log" 2>&1); }
 
+# A run stopped while a mutant was in the copy: that file gets a new time, so that it is built again.
+[ -f "$WORK/mutated" ] && touch "$tree/$(cat "$WORK/mutated")" && rm -f "$WORK/mutated"
 echo "mutate: building the copy in $tree/build"
 build || { echo "mutate: the unmutated copy does not build (see $WORK/build.log)"; exit 1; }
 suite || { echo "mutate: the unmutated suite fails (see $WORK/suite.log)"; exit 1; }
@@ -106,6 +108,7 @@ for file in $FILES; do
   total=$(ls "$dir" | wc -l)
   file_killed=0 file_survived=0 file_invalid=0
   for mutant in $(sample "$dir" "$repo/$file"); do
+    echo "$file" >"$WORK/mutated"
     cp "$mutant" "$tree/$file"
     if ! build; then
       file_invalid=$((file_invalid + 1))
@@ -116,6 +119,7 @@ for file in $FILES; do
       file_killed=$((file_killed + 1))
     fi
     cp "$repo/$file" "$tree/$file"
+    rm -f "$WORK/mutated"
   done
   echo "mutate: $file: $((file_killed + file_survived + file_invalid)) of $total mutants tried, $file_killed killed, $file_survived survived, $file_invalid did not compile"
   killed=$((killed + file_killed)) survived=$((survived + file_survived)) invalid=$((invalid + file_invalid))

@@ -125,6 +125,20 @@ TEST(SelectRules, NoiseThresholdIsOnePercentOrThreeSigma) {
   EXPECT_EQ(select_best({base, edge}).at(0).best["variant"], "conv2d.naive");
 }
 
+// A record without a complexity counts as 5, the middle of the scale, in the tie-break among candidates
+// within noise of the fastest (here 0.5% apart): below a 6, above a 4, and level with a 5 (then the faster).
+TEST(SelectRules, AMissingComplexityCountsAsFive) {
+  const Problem p = conv2d(512, 512, 2);
+  json unknown = rec(p, "conv2d.naive", 16, status::ok, 1.005);
+  unknown.erase("complexity");
+  auto chosen = [&](int fastest_complexity) {
+    return select_best({rec(p, "conv2d.fft", 16, status::ok, 1.000, fastest_complexity), unknown}).at(0).best["variant"];
+  };
+  EXPECT_EQ(chosen(6), "conv2d.naive");
+  EXPECT_EQ(chosen(4), "conv2d.fft");
+  EXPECT_EQ(chosen(5), "conv2d.fft");
+}
+
 // ---- record_key -----------------------------------------------------------------------------------
 
 TEST(RecordKeyRules, ABriefRecordHasAKeyOfItsOwn) {
