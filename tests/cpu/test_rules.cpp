@@ -155,6 +155,18 @@ TEST(RecordKeyRules, ABriefRecordHasAKeyOfItsOwn) {
   EXPECT_EQ(recorded_keys({brief, full}).size(), 2u);
 }
 
+// A records file is plain data that other users read and no one runs: rw-r--r-- under the usual umask.
+TEST(RecordKeyRules, ARecordsFileIsCreatedReadableAndNotExecutable) {
+  const fs::path dir = fresh_folder("mode");
+  const mode_t old_umask = umask(022);
+  RecordWriter(dir / "records.jsonl").append(rec(conv2d(8, 8, 1), "conv2d.naive", 16, status::ok, 1.0));
+  umask(old_umask);
+  struct stat st {};
+  ASSERT_EQ(stat((dir / "records.jsonl").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  fs::remove_all(dir);
+}
+
 // ---- the safe default -----------------------------------------------------------------------------
 
 // X is faster than Y everywhere both ran, but crashed on a third problem: a runtime error (like a wrong
