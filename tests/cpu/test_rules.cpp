@@ -139,6 +139,26 @@ TEST(SelectRules, AMissingComplexityCountsAsFive) {
   EXPECT_EQ(chosen(5), "conv2d.fft");
 }
 
+// Per variant its fastest ok record, and per library variant the record of the config the library picks
+// by itself (details.library_pick), which need not be its fastest; the export's baselines are the fastest
+// config of each library variant.
+TEST(SelectRules, BestPerVariantAndTheLibrarysOwnPick) {
+  const Problem p = conv2d(256, 256, 3);
+  json lib_fast = rec(p, "conv2d.cudnn", 1, status::ok, 1.0), lib_pick = rec(p, "conv2d.cudnn", 2, status::ok, 1.2);
+  lib_fast["library"] = lib_pick["library"] = true;
+  lib_pick["details"] = {{"library_pick", true}};
+  const std::vector<json> recs = {lib_pick, rec(p, "conv2d.naive", 16, status::ok, 2.0), lib_fast,
+                                  rec(p, "conv2d.naive", 32, status::ok, 1.5)};
+  const Choice c = select_best(recs).at(0);
+  ASSERT_EQ(c.best_per_variant.size(), 2u);
+  EXPECT_EQ(c.best_per_variant.at("conv2d.cudnn")["config"]["block_x"], 1);
+  EXPECT_EQ(c.best_per_variant.at("conv2d.naive")["config"]["block_x"], 32);
+  ASSERT_EQ(c.library_pick.size(), 1u);
+  EXPECT_EQ(c.library_pick.at("conv2d.cudnn")["config"]["block_x"], 2);
+  const json entry = make_dispatch({}, recs)["entries"][0];
+  EXPECT_EQ(entry["baselines"], json::array({{{"variant", "conv2d.cudnn"}, {"config", {{"block_x", 1}}}, {"median_ms", 1.0}}}));
+}
+
 // ---- record_key -----------------------------------------------------------------------------------
 
 TEST(RecordKeyRules, ABriefRecordHasAKeyOfItsOwn) {
