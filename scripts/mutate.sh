@@ -114,7 +114,7 @@ for file in $FILES; do
       file_invalid=$((file_invalid + 1))
     elif suite; then
       file_survived=$((file_survived + 1))
-      survivors+=("$file: $(diff "$repo/$file" "$mutant" | grep '^[<>]' | tr '\n' ' ' || true)")
+      survivors+=("$file: $(diff "$repo/$file" "$mutant" | grep '^[0-9<>]' | tr '\n' ' ' || true)")
     else
       file_killed=$((file_killed + 1))
     fi
