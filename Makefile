@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 SPEC ?= sweeps/default.json
 export PATH := $(PATH):/usr/local/cuda/bin
 
-.PHONY: all build deps test test-gpu test-slurm sweep quick plots clean
+.PHONY: all build deps test test-gpu test-slurm sweep quick plots mutate clean
 
 all: build
 
@@ -43,6 +43,11 @@ plots:
 	@run=$$(ls -d results/*/*/ 2>/dev/null | awk -F- '{print $$(NF-1)$$NF" "$$0}' | sort | tail -1 | cut -d' ' -f2); \
 	if [ -z "$$run" ]; then echo "no run folder under results/"; exit 1; fi; \
 	bash scripts/deps.sh test && python3 scripts/plot.py "$$run"
+
+# Mutation testing of the rule files and the plot scripts (slow: not in CI). Settings (FILES, SAMPLE, SEED,
+# LINES, TIMEOUT, PYTHON) and what it prints: scripts/mutate.sh; the last report: docs/MUTATION.md.
+mutate:
+	bash scripts/mutate.sh
 
 clean:
 	rm -rf $(BUILD)

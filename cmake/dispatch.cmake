@@ -40,6 +40,16 @@ add_executable(export_app tests/export_app/export_app.cpp ${EXPORT_APP_GENERATED
 target_include_directories(export_app PRIVATE ${EXPORT_APP_GENERATED})
 target_compile_options(export_app PRIVATE -Wall -Wextra)
 target_link_libraries(export_app PRIVATE convtune::runtime)
+# Each variant registers itself with one CONVTUNE_REGISTER_VARIANT line in its source: export_app expects
+# exactly that many from the runtime library, so that one variant's object file left out of the link shows.
+file(GLOB_RECURSE VARIANT_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/variants/*.cpp ${CMAKE_SOURCE_DIR}/variants/*.cu)
+set(REGISTERED_VARIANTS 0)
+foreach(source ${VARIANT_SOURCES})
+  file(STRINGS ${source} registrations REGEX "^CONVTUNE_REGISTER_VARIANT\\(")
+  list(LENGTH registrations count)
+  math(EXPR REGISTERED_VARIANTS "${REGISTERED_VARIANTS} + ${count}")
+endforeach()
+target_compile_definitions(export_app PRIVATE CONVTUNE_REGISTERED_VARIANTS=${REGISTERED_VARIANTS})
 
 enable_testing()
 # Lookup only without a GPU; with one it also runs the runtime and checks it against a CPU loop.

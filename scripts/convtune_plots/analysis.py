@@ -42,10 +42,11 @@ class Choice:
 
 
 def latest_ok(records: list) -> dict:
-    """problem_key -> candidate -> its latest usable ok record (later records replace earlier ones)."""
+    """problem_key -> candidate -> its latest usable ok full-fidelity record (later records replace earlier
+    ones; brief records, a search strategy's screening, are not read, as in select.cpp)."""
     out: dict = {}
     for r in records:
-        if r.get("status") == "ok" and median_ms(r) is not None:
+        if r.get("status") == "ok" and median_ms(r) is not None and r.get("fidelity", "full") != "brief":
             out.setdefault(r["problem_key"], {})[r["candidate"]] = r
     return out
 

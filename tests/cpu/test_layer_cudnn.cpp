@@ -155,14 +155,15 @@ TEST(LayerCudnnTolerance, PerMathAndAlgorithm) {
   const Variant& v = variant("layer_bwd_filter.cudnn");
   const Problem p = conv_shape("layer_bwd_filter", 1);
   const Tolerance direct = v.tolerance(p, {{"algo", "algo_1"}, {"math", "fp32"}});
-  const Tolerance expected = layer_tolerance(2 * 7 * 9, "fp32");  // n*P*Q terms per dw element
-  EXPECT_DOUBLE_EQ(direct.rel_l2, expected.rel_l2);
-  EXPECT_DOUBLE_EQ(direct.max_rel, expected.max_rel);
+  // n*P*Q = 2*7*9 = 126 terms per dw element: 2e-7 * sqrt(126) = 2.2e-6, under the 1e-5 floor.
+  EXPECT_DOUBLE_EQ(direct.rel_l2, 1e-5);
+  EXPECT_DOUBLE_EQ(direct.max_rel, 1e-4);
   const Tolerance fft = v.tolerance(p, {{"algo", "fft_tiling"}, {"math", "fp32"}});
   EXPECT_GE(fft.rel_l2, kSpectralFp32Tolerance.rel_l2);
   EXPECT_GE(fft.max_rel, kSpectralFp32Tolerance.max_rel);
   const Tolerance tf32 = v.tolerance(p, {{"algo", "algo_1"}, {"math", "tf32"}});
-  EXPECT_DOUBLE_EQ(tf32.rel_l2, layer_tolerance(126, "tf32").rel_l2);
+  EXPECT_DOUBLE_EQ(tf32.rel_l2, 3e-3);
+  EXPECT_DOUBLE_EQ(tf32.max_rel, 3e-2);
   const Tolerance pooling = variant("layer_pool.cudnn").tolerance(example_problem("layer_pool"), Config::object());
   EXPECT_DOUBLE_EQ(pooling.rel_l2, kDirectFp32Tolerance.rel_l2);
 }

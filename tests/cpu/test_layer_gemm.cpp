@@ -66,7 +66,8 @@ TEST(LayerGemmSpace, Tf32OnlyUnderPrecisionOneAndChunkWithinTheBatch) {
     EXPECT_FALSE(v.can_implement(p, {{"chunk", 64}, {"math", "fp32"}}, dev)) << name;  // n = 32
     p.dims["precision"] = 1;
     EXPECT_TRUE(v.can_implement(p, {{"chunk", 4}, {"math", "tf32"}}, dev)) << name;
-    EXPECT_EQ(v.tolerance(p, {{"chunk", 4}, {"math", "tf32"}}).rel_l2, layer_tolerance(1, kMathTf32).rel_l2);
+    EXPECT_DOUBLE_EQ(v.tolerance(p, {{"chunk", 4}, {"math", "tf32"}}).rel_l2, 3e-3) << name;  // TF32's fixed bound
+    EXPECT_DOUBLE_EQ(v.tolerance(p, {{"chunk", 4}, {"math", "tf32"}}).max_rel, 3e-2) << name;
   }
 }
 
