@@ -335,15 +335,16 @@ int main(int argc, char** argv) {
     check(wide_r.candidate().rfind("conv2d.cudnn[", 0) == 0, "r=20 takes the table's entry that can run it, got " +
                                                                  wide_r.candidate());
   }
-  // When nothing can run (a table of one direct kernel, r = 20), a clear error.
+  // When nothing can run (a table of one direct kernel, r = 20: past it and the simplest kernel), a clear error.
   const auto direct_only = std::filesystem::temp_directory_path() / "export_app_direct_only.json";
   std::ofstream(direct_only) << R"({"schema": 1, "entries": [{"family": "conv2d", "problem": {"family": "conv2d", "h": 256,
                                  "w": 256, "r": 3}, "variant": "conv2d.constant", "config": {"block_x": 32, "block_y": 8}}]})";
   try {
-    convtune_runtime::Conv2d none(direct_only.string(), 256, 256, 40);
-    check(false, "r=40 on a direct-only table throws, got " + none.candidate());
+    convtune_runtime::Conv2d none(direct_only.string(), 256, 256, 20);
+    check(false, "r=20 on a direct-only table throws, got " + none.candidate());
   } catch (const std::runtime_error& e) {
-    std::printf("r=40: %s\n", e.what());
+    std::printf("r=20: %s\n", e.what());
+    check(std::string(e.what()).find("cannot run") != std::string::npos, "the error says what cannot run");
   }
   std::filesystem::remove(direct_only);
 
