@@ -8,28 +8,12 @@
 #include <sstream>
 
 #include "harness/dispatch.h"
+#include "harness/dispatch_check.h"
 #include "harness/error.h"
 #include "harness/records.h"
 
 namespace convtune {
 namespace {
-
-struct Stats {
-  int measured = 0, within = 0, within_125 = 0, unmeasured = 0;
-  double worst = 0, log_sum = 0;
-  void add(double r) {
-    ++measured;
-    within += r <= 1.1;
-    within_125 += r <= 1.25;
-    worst = std::max(worst, r);
-    log_sum += std::log(r);
-  }
-  json to_json() const {
-    return {{"measured", measured}, {"unmeasured", unmeasured}, {"within_1_1", within}, {"within_1_25", within_125},
-            {"worst_ratio", measured ? json(worst) : json(nullptr)},
-            {"geomean_ratio", measured ? json(std::exp(log_sum / measured)) : json(nullptr)}};
-  }
-};
 
 // problem key -> candidate -> median ms of its latest ok full-fidelity record.
 std::map<std::string, std::map<std::string, double>> measured_times(const std::vector<json>& records) {
@@ -53,7 +37,7 @@ std::map<std::string, int> assign_folds(const std::vector<json>& records, int fo
   return out;
 }
 
-void judge(Stats& s, const std::map<std::string, double>& ms, const std::string& candidate, double best, json& row,
+void judge(RatioStats& s, const std::map<std::string, double>& ms, const std::string& candidate, double best, json& row,
            const char* key) {
   const auto it = ms.find(candidate);
   if (it == ms.end()) {
@@ -72,7 +56,7 @@ json cross_validate(const json& summary, const std::vector<json>& records, int f
   const auto fold_of = assign_folds(records, folds);
   const json device = summary.value("device", json::object());
   const DeviceInfo dev = DeviceInfo::from_json(device);
-  std::map<std::string, Stats> model, nearest, tuned;
+  std::map<std::string, RatioStats> model, nearest, tuned;
   json rows = json::array();
   int used_folds = 0;
   for (int f = 0; f < folds; ++f) {

@@ -50,28 +50,6 @@ double fastest_of(const std::vector<json>& shortlist, const std::map<std::string
   return fastest;
 }
 
-}  // namespace
-
-namespace {
-
-// Ratios to the best of a set of problems: how many, within 1.1x, the worst, the geometric mean.
-struct RatioStats {
-  int measured = 0, within = 0, within_125 = 0;
-  double worst = 0, log_sum = 0;
-  void add(double r) {
-    ++measured;
-    within += r <= 1.1;
-    within_125 += r <= 1.25;
-    worst = std::max(worst, r);
-    log_sum += std::log(r);
-  }
-  json to_json() const {
-    return {{"measured", measured}, {"within_1_1", within}, {"within_1_25", within_125},
-            {"worst_ratio", measured ? json(worst) : json(nullptr)},
-            {"geomean_ratio", measured ? json(std::exp(log_sum / measured)) : json(nullptr)}};
-  }
-};
-
 // The device a run was measured on, for can_implement (null when the summary has no device block).
 std::optional<DeviceInfo> run_device(const json& device) {
   if (!device.is_object() || !device.contains("name")) return std::nullopt;
@@ -79,6 +57,20 @@ std::optional<DeviceInfo> run_device(const json& device) {
 }
 
 }  // namespace
+
+void RatioStats::add(double r) {
+  ++measured;
+  within += r <= 1.1;
+  within_125 += r <= 1.25;
+  worst = std::max(worst, r);
+  log_sum += std::log(r);
+}
+
+json RatioStats::to_json() const {
+  return {{"measured", measured}, {"unmeasured", unmeasured}, {"within_1_1", within}, {"within_1_25", within_125},
+          {"worst_ratio", measured ? json(worst) : json(nullptr)},
+          {"geomean_ratio", measured ? json(std::exp(log_sum / measured)) : json(nullptr)}};
+}
 
 json check_dispatch(const json& dispatch, const json& device, const std::vector<json>& records) {
   const std::string name = device.value("name", ""), cc = device.value("compute_capability", "");
@@ -126,6 +118,7 @@ json check_dispatch(const json& dispatch, const json& device, const std::vector<
       tuned_by_family[p.family].add(tuned_ms / best->second);
     }
     const auto it = t.ms.find(chosen);
+    if (it == t.ms.end()) ++by_family[p.family].unmeasured;
     if (it != t.ms.end()) {
       row["chosen_ms"] = it->second;
       row["ratio"] = it->second / best->second;

@@ -11,6 +11,15 @@ namespace convtune {
 
 using json = nlohmann::json;
 
+// Ratios to the best of a set of problems: how many were measured (and not), within 1.1x and 1.25x, the
+// worst, the geometric mean.
+struct RatioStats {
+  int measured = 0, unmeasured = 0, within = 0, within_125 = 0;
+  double worst = 0, log_sum = 0;
+  void add(double ratio);
+  json to_json() const;  // {measured, unmeasured, within_1_1, within_1_25, worst_ratio, geomean_ratio}
+};
+
 // The table (a single table, or a fleet's table for `device`, the run's summary device block, picked as
 // the runtime does) on every problem of `records`, choosing among what can run on that device as the
 // runtime does: the first of fallback_chain() that the run did not record as refused (a library's
