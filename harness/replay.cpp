@@ -159,7 +159,10 @@ std::string replay_data_gap(const json& summary) {
   const json spec = summary.value("spec", json::object());
   if (!spec.is_object()) return "";
   const json strategy = spec.value("strategy", json("exhaustive"));
-  if (strategy != "exhaustive") return "spec.strategy is " + strategy.dump() + ", which measured only part of each space";
+  const bool every = strategy.is_string() && std::find(strategy_names().begin(), strategy_names().end(),
+                                                       strategy.get<std::string>()) != strategy_names().end() &&
+                     strategy_traits(strategy.get<std::string>()).measures_every_candidate;
+  if (!every) return "spec.strategy is " + strategy.dump() + ", which measured only part of each space";
   const json budget = spec.value("budget", json::object());
   const json evals = budget.is_object() ? budget.value("max_evaluations_per_problem", json(0)) : json(0);
   if (evals.is_number() && evals.get<double>() > 0)
@@ -204,7 +207,7 @@ std::vector<ReplayResult> replay_strategies(const std::vector<json>& records, co
       StrategyOptions o;
       if (budget_fraction > 0)
         o.max_evaluations = std::clamp<size_t>(size_t(std::ceil(budget_fraction * double(n))), 1, n);
-      if (strategy == "warm") o.prior_order = priors[pi];
+      if (strategy_traits(strategy).needs_prior) o.prior_order = priors[pi];
       for (int trial = 0; trial < trials_per_problem; ++trial) {
         o.seed = 1 + pi * 1000003ull + uint64_t(trial);
         const Trial t = simulate(strategy, l, o);

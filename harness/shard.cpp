@@ -8,6 +8,7 @@
 #include "harness/records.h"
 #include "harness/run_summary.h"
 #include "harness/spec.h"
+#include "harness/strategy.h"
 #include "harness/json_file.h"
 #include "harness/sweep.h"
 
@@ -56,7 +57,7 @@ uint64_t stable_hash(const std::string& text) {
   return h;
 }
 
-bool shard_by_problem(const std::string& strategy) { return strategy != "exhaustive"; }
+bool shard_by_problem(const std::string& strategy) { return !strategy_traits(strategy).measures_every_candidate; }
 
 std::string shard_key(const std::string& problem_key, const std::string& candidate, bool by_problem) {
   return by_problem ? problem_key : problem_key + " " + candidate;

@@ -58,4 +58,16 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const std::vect
                                         const StrategyOptions& o);
 const std::vector<std::string>& strategy_names();  // exhaustive, random, halving, anneal, warm
 
+// What the sweep driver, sharding and replay need to know of a strategy, so that none of them names one.
+struct StrategyTraits {
+  // Measures every candidate, each on its own (exhaustive): candidates are work units and shards of their
+  // own, and a run of it holds every time that replay needs. The others adapt to what they measured of a
+  // problem, so a problem is one unit, and a shard takes whole problems.
+  bool measures_every_candidate = false;
+  // Ranks a problem's candidates by the nearest shape already measured (warm): needs StrategyOptions::prior_order.
+  bool needs_prior = false;
+};
+// Throws InputError naming spec.strategy and the allowed names when `name` is unknown.
+StrategyTraits strategy_traits(const std::string& name);
+
 }  // namespace convtune

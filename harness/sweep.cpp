@@ -380,7 +380,7 @@ class WorkerLoop {
     StrategyOptions so;
     so.max_evaluations = static_cast<size_t>(spec_.budget.max_evaluations_per_problem);
     so.seed = strategy_seed_ + unit.problem_index;
-    if (spec_.strategy == "warm") so.prior_order = warm_prior(history_, runnable.front()->problem, cands);
+    if (strategy_traits(spec_.strategy).needs_prior) so.prior_order = warm_prior(history_, runnable.front()->problem, cands);
     auto strategy = make_strategy(spec_.strategy, cands, so);
     int eval_index = 0;
     while (auto proposal = strategy->next()) {

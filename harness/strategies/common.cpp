@@ -17,6 +17,15 @@ const std::vector<std::string>& strategy_names() {
   return names;
 }
 
+StrategyTraits strategy_traits(const std::string& name) {
+  if (name == "exhaustive") return {true, false};
+  if (name == "warm") return {false, true};
+  if (name == "random" || name == "halving" || name == "anneal") return {false, false};
+  std::string allowed;
+  for (const auto& n : strategy_names()) allowed += (allowed.empty() ? "" : ", ") + n;
+  throw InputError("spec.strategy: '" + name + "' is not a strategy; allowed: " + allowed);
+}
+
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const std::vector<SearchCandidate>& cands,
                                         const StrategyOptions& o) {
   if (!(o.keep_fraction > 0 && o.keep_fraction <= 1))
