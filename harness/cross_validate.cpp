@@ -15,15 +15,6 @@
 namespace convtune {
 namespace {
 
-// problem key -> candidate -> median ms of its latest ok full-fidelity record.
-std::map<std::string, std::map<std::string, double>> measured_times(const std::vector<json>& records) {
-  std::map<std::string, std::map<std::string, double>> out;
-  for (const json& r : records)
-    if (r.value("status", "") == status::ok && r.contains("time") && r.value("fidelity", "full") == "full")
-      out[r.at("problem_key").get<std::string>()][r.at("candidate").get<std::string>()] = r["time"]["median_ms"].get<double>();
-  return out;
-}
-
 // problem key -> fold: per family, sorted keys round-robin.
 std::map<std::string, int> assign_folds(const std::vector<json>& records, int folds) {
   std::map<std::string, std::set<std::string>> keys;
@@ -52,7 +43,7 @@ void judge(RatioStats& s, const std::map<std::string, double>& ms, const std::st
 
 json cross_validate(const json& summary, const std::vector<json>& records, int folds) {
   if (folds < 2) throw InputError("--folds " + std::to_string(folds) + ": allowed: 2 or more");
-  const auto times = measured_times(records);
+  const auto times = times_by_problem(records);
   const auto fold_of = assign_folds(records, folds);
   const json device = summary.value("device", json::object());
   const DeviceInfo dev = DeviceInfo::from_json(device);
@@ -76,27 +67,22 @@ json cross_validate(const json& summary, const std::vector<json>& records, int f
     const auto pick = with_model.pick(dev.name, ""), plain_pick = without.pick(dev.name, "");
     for (const std::string& key : held) {
       const auto t = times.find(key);
-      if (t == times.end()) continue;
-      const json problem = [&] {
-        for (const json& r : records)
-          if (r.value("problem_key", std::string()) == key) return r.at("problem");
-        return json();
-      }();
-      const Problem p = Problem::from_json(problem);
+      if (t == times.end() || t->second.ms.empty()) continue;
+      const Problem p = Problem::from_json(t->second.problem);
       double best = 0;
-      for (const auto& [c, ms] : t->second) best = best == 0 ? ms : std::min(best, ms);
+      for (const auto& [c, ms] : t->second.ms) best = best == 0 ? ms : std::min(best, ms);
       json row = {{"problem_key", key}, {"family", p.family}, {"fold", f}};
       try {
         const Lookup m = lookup(pick, p, &dev), n = lookup(plain_pick, p, &dev);
         row["model_choice"] = m.entry.at("candidate");
         row["model_rule"] = m.rule;
         row["nearest_choice"] = n.entry.at("candidate");
-        judge(model[p.family], t->second, m.entry.at("candidate").get<std::string>(), best, row, "model_ratio");
-        judge(nearest[p.family], t->second, n.entry.at("candidate").get<std::string>(), best, row, "nearest_ratio");
+        judge(model[p.family], t->second.ms, m.entry.at("candidate").get<std::string>(), best, row, "model_ratio");
+        judge(nearest[p.family], t->second.ms, n.entry.at("candidate").get<std::string>(), best, row, "nearest_ratio");
         double fastest = 0;
         for (const json& c : tuning_shortlist(pick, p, &dev)) {
-          const auto it = t->second.find(c.at("candidate").get<std::string>());
-          if (it != t->second.end()) fastest = fastest == 0 ? it->second : std::min(fastest, it->second);
+          const auto it = t->second.ms.find(c.at("candidate").get<std::string>());
+          if (it != t->second.ms.end()) fastest = fastest == 0 ? it->second : std::min(fastest, it->second);
         }
         if (fastest > 0) {
           tuned[p.family].add(fastest / best);

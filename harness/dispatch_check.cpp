@@ -18,28 +18,6 @@
 namespace convtune {
 namespace {
 
-struct ProblemTimes {
-  json problem;
-  std::map<std::string, double> ms;  // candidate -> median ms of its latest ok full-fidelity record
-  std::set<std::string> refused;     // candidates whose latest record says they could not run (a library's refusal)
-};
-
-std::map<std::string, ProblemTimes> times_by_problem(const std::vector<json>& records) {
-  std::map<std::string, ProblemTimes> out;
-  for (const json& r : records) {
-    const std::string st = r.value("status", "");
-    if (st == status::skipped || st == status::runtime_error || st == status::compile_error)
-      out[r.at("problem_key").get<std::string>()].refused.insert(r.at("candidate").get<std::string>());
-    if (st != status::ok || !r.contains("time")) continue;
-    if (r.value("fidelity", "full") != "full") continue;  // a brief halving round is not the candidate's time
-    ProblemTimes& t = out[r.at("problem_key").get<std::string>()];
-    t.refused.erase(r.at("candidate").get<std::string>());
-    t.problem = r.at("problem");
-    t.ms[r.at("candidate").get<std::string>()] = r["time"]["median_ms"].get<double>();
-  }
-  return out;
-}
-
 // First-use tuning keeps the fastest of its shortlist: here, the fastest the run measured of it (0: none).
 double fastest_of(const std::vector<json>& shortlist, const std::map<std::string, double>& ms) {
   double fastest = 0;
@@ -57,6 +35,22 @@ std::optional<DeviceInfo> run_device(const json& device) {
 }
 
 }  // namespace
+
+std::map<std::string, ProblemTimes> times_by_problem(const std::vector<json>& records) {
+  std::map<std::string, ProblemTimes> out;
+  for (const json& r : records) {
+    const std::string st = r.value("status", "");
+    if (st == status::skipped || st == status::runtime_error || st == status::compile_error)
+      out[r.at("problem_key").get<std::string>()].refused.insert(r.at("candidate").get<std::string>());
+    if (st != status::ok || !r.contains("time")) continue;
+    if (r.value("fidelity", "full") != "full") continue;  // a brief halving round is not the candidate's time
+    ProblemTimes& t = out[r.at("problem_key").get<std::string>()];
+    t.refused.erase(r.at("candidate").get<std::string>());
+    t.problem = r.at("problem");
+    t.ms[r.at("candidate").get<std::string>()] = r["time"]["median_ms"].get<double>();
+  }
+  return out;
+}
 
 void RatioStats::add(double r) {
   ++measured;

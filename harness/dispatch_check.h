@@ -2,6 +2,8 @@
 // (typically a sweep of shapes outside the table's grid), the table's choice by lookup(), its time in
 // that run, the run's fastest ok candidate, and their ratio.
 #pragma once
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,15 @@
 namespace convtune {
 
 using json = nlohmann::json;
+
+// What a run measured of each problem: its latest ok full-fidelity record's median per candidate, and the
+// candidates whose latest record says they could not run (a library's refusal, a skip, an error).
+struct ProblemTimes {
+  json problem;
+  std::map<std::string, double> ms;
+  std::set<std::string> refused;
+};
+std::map<std::string, ProblemTimes> times_by_problem(const std::vector<json>& records);  // by problem key
 
 // Ratios to the best of a set of problems: how many were measured (and not), within 1.1x and 1.25x, the
 // worst, the geometric mean.

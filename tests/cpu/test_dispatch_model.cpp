@@ -39,6 +39,17 @@ struct Shipped {
   json table;  // with its model
 };
 
+const Shipped& shipped();
+
+// The shipped table as the run's own GPU (an H100) sees it.
+struct OnDevice {
+  DeviceInfo dev;
+  DispatchTable table;
+  DispatchTable::Pick pick;
+  OnDevice()
+      : dev(DeviceInfo::from_json(shipped().summary["device"])), table(shipped().table), pick(table.pick(dev.name, "9.0")) {}
+};
+
 const Shipped& shipped() {
   static const Shipped s = [] {
     Shipped out{read_json(kRun / "summary.json"), read_records(kRun / "records.jsonl").records, nullptr};
@@ -113,9 +124,9 @@ TEST(DispatchModel, ExactShapesKeepTheirMeasuredChoice) {
 TEST(DispatchModel, ModelLookupNeverReturnsWhatCannotRun) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   const json& t = shipped().table;
-  const DeviceInfo dev = DeviceInfo::from_json(shipped().summary["device"]);
-  const DispatchTable table(t);
-  const auto pick = table.pick(dev.name, "9.0");
+  const OnDevice on;
+  const DeviceInfo& dev = on.dev;
+  const auto& pick = on.pick;
   int model_rule = 0;
   for (const Problem& p : random_shapes(t, 40, 7)) {
     const Lookup l = lookup(pick, p, &dev);
@@ -212,9 +223,9 @@ TEST(DispatchModel, FleetDefaultsUseNoModel) {
 TEST(DispatchModel, RuntimeFallbackChainIsChoiceThenModelThenDefaultThenSimplest) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   const json& t = shipped().table;
-  const DeviceInfo dev = DeviceInfo::from_json(shipped().summary["device"]);
-  const DispatchTable table(t);
-  const auto pick = table.pick(dev.name, "9.0");
+  const OnDevice on;
+  const DeviceInfo& dev = on.dev;
+  const auto& pick = on.pick;
   const Problem p = conv2d(3001, 2999, 3);
   const Lookup choice = lookup(pick, p, &dev);
   ASSERT_EQ(choice.rule, "model");
