@@ -318,10 +318,19 @@ std::vector<json> tuning_shortlist(const DispatchTable::Pick& t, const Problem& 
   const rules::FamilyInfo* f = rules::find_family(t.view, p.family.c_str());
   if (f->model_index >= 0 && t.view.models) {
     const rules::Model& m = t.view.models[f->model_index];
-    int top[64];
-    const int n = rules::rank_by_model(m, *f, dims.data(), dev ? runs_here : nullptr, &check, top, nullptr,
-                                       int(std::min<size_t>(model_top, 64)));
-    for (int i = 0; i < n; ++i) add(entry_candidate(m.candidates[top[i]]));
+    // The model's top k, each other variant's best by the model, and every library algorithm (they
+    // compile nothing, so timing them costs only their runs): where the model misjudges a whole variant or
+    // algorithm (e.g. FFT on a large filter it was never trained near), timing still finds it.
+    std::vector<int> order(size_t(m.candidate_count));
+    const int n = rules::rank_by_model(m, *f, dims.data(), dev ? runs_here : nullptr, &check, order.data(), nullptr,
+                                       m.candidate_count);
+    std::set<std::string> variants;
+    for (int i = 0; i < n; ++i) {
+      const rules::Entry& c = m.candidates[order[size_t(i)]];
+      const Variant* v = Registry::instance().find(c.variant);
+      if (size_t(i) < model_top || variants.count(c.variant) == 0 || (v && v->library())) add(entry_candidate(c));
+      variants.insert(c.variant);
+    }
   }
   int near[kShortlistEntries];
   const int n = rules::nearest_entries(t.view, *f, dims.data(), dev ? runs_here : nullptr, &check, near, int(kShortlistEntries));

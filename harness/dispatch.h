@@ -92,7 +92,7 @@ Lookup lookup(const json& dispatch, const Problem& p, const DeviceInfo* dev = nu
 
 // What first-use tuning times for a problem (the runtime's tune_unseen): for an exact match or a default,
 // the lookup's choice alone; else the lookup's choice, the model's next best (top `model_top` in all, where
-// the table has a model), then the choice and the first kShortlistPerEntry - 1 alternates of each of the
+// the table has a model), the model's best of each other variant and every library algorithm, then the choice and the first kShortlistPerEntry - 1 alternates of each of the
 // kShortlistEntries nearest entries, without repeats and without what cannot run on `dev`.
 // Each element: {"variant", "config", "candidate"}.
 constexpr size_t kShortlistEntries = 3, kShortlistPerEntry = 4, kShortlistModel = 4;

@@ -37,7 +37,7 @@ struct RatioStats {
 // refusal of a shape shows only on the GPU). {"table": how it was picked, "rows": [{problem_key, family,
 // rule, chosen, chosen_ms (null: the run did not measure the choice), best, best_ms, ratio, tuned_ratio}],
 // "families": per family {measured, within_1_1, within_1_25, worst_ratio, geomean_ratio, tuned: {...}},
-// "lookup_us": the mean time of a lookup here,
+// "lookup_us": the mean over problems of a lookup's median time here,
 // "measured": n, "within_1_1": n, "worst_ratio": x, "geomean_ratio": x}. Problems of families the
 // table does not cover are left out.
 json check_dispatch(const json& dispatch, const json& device, const std::vector<json>& records);

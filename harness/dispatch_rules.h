@@ -6,6 +6,7 @@
 // entry that can run it; else the family's safe default. A caller that knows what can run (the harness
 // asks each variant's can_implement) passes a CanRun; without one every candidate is taken to run.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -162,6 +163,27 @@ inline float predict(const Model& m, const float* x) {
   return y;
 }
 
+// predict() of n <= kWalkTogether feature rows at once: each tree walked by all rows a level at a time, so
+// that the rows' independent walks overlap instead of each waiting on its own unpredictable branches.
+constexpr int kWalkTogether = 8;
+inline void predict_rows(const Model& m, const float (*x)[kMaxFeatures], int n, float* y) {
+  int at[kWalkTogether];
+  for (int c = 0; c < n; ++c) y[c] = m.base;
+  for (int t = 0; t < m.tree_count; ++t) {
+    for (int c = 0; c < n; ++c) at[c] = m.roots[t];
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int c = 0; c < n; ++c) {
+        const Node& node = m.nodes[at[c]];
+        if (node.feature < 0) continue;
+        at[c] = x[c][node.feature] < node.threshold ? node.yes : node.no;
+        moved = true;
+      }
+    }
+    for (int c = 0; c < n; ++c) y[c] += m.nodes[at[c]].value;
+  }
+}
+
 // Picks, k times, the lowest key not taken yet whose item can run (ties: the lower index), so that the
 // check (can_implement in the harness) runs on the few best items only. Returns how many were found.
 template <class Key, class Runs>
@@ -185,13 +207,15 @@ constexpr int kMaxCandidates = 256;  // a model's candidates
 inline int rank_by_model(const Model& m, const FamilyInfo& f, const int64_t* dims, CanRun check, void* context,
                          int* out, float* predicted, int k) {
   if (feature_count(m, f) > kMaxFeatures || m.candidate_count > kMaxCandidates) return 0;
-  float x[kMaxFeatures], y[kMaxCandidates];
+  float x[kWalkTogether][kMaxFeatures], y[kMaxCandidates];  // (16 KiB of stack: features a few rows at a time)
   bool taken[kMaxCandidates] = {};
   double log_dims[kMaxDims];
   log_dims_of(f, dims, log_dims);
-  for (int c = 0; c < m.candidate_count; ++c) {
-    features(m, f, log_dims, m.candidate_features + c * static_feature_count(m), x);
-    y[c] = predict(m, x);
+  for (int first = 0; first < m.candidate_count; first += kWalkTogether) {
+    const int n = std::min(kWalkTogether, m.candidate_count - first);
+    for (int c = 0; c < n; ++c)
+      features(m, f, log_dims, m.candidate_features + (first + c) * static_feature_count(m), x[c]);
+    predict_rows(m, x, n, y + first);
   }
   const int n = take_lowest(y, m.candidate_count, taken, out, k,
                             [&](int c) { return can_run(check, context, m.candidates[c], dims); });

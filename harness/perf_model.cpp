@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "harness/error.h"
 #include "harness/family.h"
 #include "harness/records.h"
+#include "harness/variant.h"
 #include "harness/select.h"
 
 namespace convtune {
@@ -75,7 +77,8 @@ std::map<std::string, FamilyData> training_records(const std::vector<json>& reco
 }
 
 // What the model chooses among: every candidate the table names for the family (choices, alternates,
-// baselines, the default) and each variant's fastest config on each problem, ranked by how many problems it was within 10% of the best on, then by name; at most `cap`.
+// baselines, the default) and each variant's fastest config on each problem; a library's configs first, the
+// others ranked by how many problems they were within 10% of the best on, then by name; at most `cap`.
 std::vector<json> model_candidates(const json& table, const std::string& family, const FamilyData& data, size_t cap) {
   std::map<std::string, json> named;
   auto add = [&](const json& c) {
@@ -104,8 +107,13 @@ std::vector<json> model_candidates(const json& table, const std::string& family,
   std::map<std::string, int> near_best;
   for (const auto& [key, r] : data.latest)
     if (r->at("time").at("median_ms").get<double>() <= 1.1 * best[key.first]) ++near_best[key.second];
+  // A library's algorithms first (a handful, each winning on its own kind of shape, e.g. FFT at large
+  // filters): where the model misjudges such a shape, first-use tuning still has each algorithm to time.
   std::vector<std::pair<int, std::string>> ranked;
-  for (const auto& [name, c] : named) ranked.push_back({-near_best[name], name});
+  for (const auto& [name, c] : named) {
+    const Variant* v = Registry::instance().find(c.at("variant").get<std::string>());
+    ranked.push_back({v && v->library() ? std::numeric_limits<int>::min() : -near_best[name], name});
+  }
   std::sort(ranked.begin(), ranked.end());
   std::vector<json> out;
   for (size_t i = 0; i < ranked.size() && i < cap; ++i) out.push_back(named[ranked[i].second]);
