@@ -93,6 +93,13 @@ std::string device_name(int device) {
   return prop.name;
 }
 
+// Waits for a stream's work (JAX hands over no stream: its calls run on the legacy stream, then wait).
+void synchronize(int device, uintptr_t stream) {
+  nb::gil_scoped_release unlocked;
+  DeviceScope scope(device);
+  check_cuda(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+}
+
 }  // namespace
 
 NB_MODULE(_convtune, m) {
@@ -115,4 +122,5 @@ NB_MODULE(_convtune, m) {
   m.def("available_variants", &convtune_runtime::available_variants);
   m.def("device_count", &device_count);
   m.def("device_name", &device_name, nb::arg("device"));
+  m.def("synchronize", &synchronize, nb::arg("device"), nb::arg("stream"));
 }
