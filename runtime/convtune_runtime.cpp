@@ -51,13 +51,21 @@ struct Convolution::Impl {
   convtune::Problem problem;
   std::vector<Operand> operands;
   std::string candidate, rule, table;
+  json choice;  // {"variant", "config"} of the candidate that runs
   std::unique_ptr<convtune::JitCache> jit;  // declared before plan: outlives it
   std::unique_ptr<convtune::Plan> plan;
   // tune_unseen on a shape the table did not measure: the shortlist's other candidates, timed against
   // plan at the first bind.
-  std::vector<std::pair<std::string, std::unique_ptr<convtune::Plan>>> rivals;
+  struct Rival {
+    std::string name;
+    json choice;
+    std::unique_ptr<convtune::Plan> plan;
+  };
+  std::vector<Rival> rivals;
   bool bound = false;
 
+  void init(const std::string& path, const std::string& family, const std::map<std::string, int64_t>& dims,
+            bool tune_unseen, const json& first);
   void prepare_rivals(const std::vector<json>& shortlist, const convtune::DeviceInfo& dev);
   void tune(const convtune::Operands& ops, cudaStream_t s);
 };
@@ -71,7 +79,7 @@ void Convolution::Impl::prepare_rivals(const std::vector<json>& shortlist, const
       const json config = v.space(problem, dev).complete_config(c.at("config"), c.at("candidate").get<std::string>());
       const std::string name = convtune::candidate_name(v.name(), config);
       if (name == candidate || !v.can_implement(problem, config, dev)) continue;
-      rivals.emplace_back(name, v.prepare(problem, config, dev, *jit));
+      rivals.push_back({name, json{{"variant", v.name()}, {"config", config}}, v.prepare(problem, config, dev, *jit)});
     } catch (const std::exception&) {
     }
   }
@@ -80,14 +88,15 @@ void Convolution::Impl::prepare_rivals(const std::vector<json>& shortlist, const
 // Times plan and every rival on ops and keeps the fastest; a rival that fails is dropped.
 void Convolution::Impl::tune(const convtune::Operands& ops, cudaStream_t s) {
   double best_ms = median_run_ms(*plan, s);
-  for (auto& [name, rival] : rivals) {
+  for (Rival& rival : rivals) {
     try {
-      rival->bind(ops, s);
-      const double ms = median_run_ms(*rival, s);
+      rival.plan->bind(ops, s);
+      const double ms = median_run_ms(*rival.plan, s);
       if (ms < best_ms) {
         best_ms = ms;
-        std::swap(plan, rival);
-        candidate = name;
+        std::swap(plan, rival.plan);
+        candidate = rival.name;
+        choice = rival.choice;
       }
     } catch (const std::exception&) {
     }
@@ -100,7 +109,27 @@ void Convolution::Impl::tune(const convtune::Operands& ops, cudaStream_t s) {
 Convolution::Convolution(const std::string& dispatch_json_path, const std::string& family,
                          const std::map<std::string, int64_t>& dims, bool tune_unseen)
     : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
+  impl_->init(dispatch_json_path, family, dims, tune_unseen, nullptr);
+}
+
+Convolution::Convolution(const std::string& dispatch_json_path, const std::string& family,
+                         const std::map<std::string, int64_t>& dims, const FirstChoice& first)
+    : impl_(std::make_unique<Impl>()) {
+  json parsed;
+  try {
+    parsed = json::parse(first.json);
+    if (!parsed.is_object() || !parsed.contains("variant") || !parsed.contains("config"))
+      throw std::runtime_error("an object with \"variant\" and \"config\" is expected");
+  } catch (const std::exception& e) {
+    throw std::runtime_error(describe(dispatch_json_path, family, dims) + ": FirstChoice " + first.json + ": " + e.what());
+  }
+  parsed["rule"] = "cached";
+  impl_->init(dispatch_json_path, family, dims, false, parsed);
+}
+
+void Convolution::Impl::init(const std::string& dispatch_json_path, const std::string& family,
+                             const std::map<std::string, int64_t>& dims, bool tune_unseen, const json& first) {
+  Impl& m = *this;
   const std::string where = describe(dispatch_json_path, family, dims);
   try {
     json problem = json::object();
@@ -144,6 +173,7 @@ Convolution::Convolution(const std::string& dispatch_json_path, const std::strin
     // the family's simplest kernel. A later one is used when an earlier one cannot be prepared here (a
     // library that refuses the shape, a kernel that fails to compile...).
     if (tries.empty()) tries = convtune::fallback_chain(picked, m.problem, &dev, pick);
+    if (!first.is_null()) tries.insert(tries.begin(), first);
     std::string why;
     std::set<std::string> tried;
     for (const json& t : tries) {
@@ -175,6 +205,7 @@ Convolution::Convolution(const std::string& dispatch_json_path, const std::strin
         if (!st) throw std::runtime_error(st.reason);
         m.plan = v.prepare(m.problem, config, dev, *m.jit);
         m.candidate = name;
+        m.choice = json{{"variant", variant}, {"config", config}};
         m.rule = t.at("rule").get<std::string>();
         // A fallback costs speed the application would not otherwise notice.
         if (!why.empty())
@@ -204,6 +235,7 @@ const std::string& Convolution::family() const { return impl_->problem.family; }
 const std::map<std::string, int64_t>& Convolution::dims() const { return impl_->problem.dims; }
 const std::vector<Operand>& Convolution::operands() const { return impl_->operands; }
 const std::string& Convolution::candidate() const { return impl_->candidate; }
+std::string Convolution::choice() const { return impl_->choice.dump(); }
 const std::string& Convolution::rule() const { return impl_->rule; }
 const std::string& Convolution::table() const { return impl_->table; }
 
@@ -253,6 +285,20 @@ void Conv2d::run(const float* d_in, float* d_out, cudaStream_t s) {
     out_ = d_out;
   }
   conv_.run(s);
+}
+
+std::map<std::string, int64_t> validate_problem(const std::string& family, const std::map<std::string, int64_t>& dims) {
+  try {
+    json problem = json::object();
+    for (const auto& [k, v] : dims) {
+      if (k == "family") throw convtune::InputError("problem.family: give the family as its own argument, not a dim");
+      problem[k] = v;
+    }
+    problem["family"] = family;
+    return convtune::Problem::from_json(problem, "problem").dims;
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(e.what());
+  }
 }
 
 std::vector<std::string> available_variants() {

@@ -20,6 +20,12 @@ struct Operand {
 // One problem of one family (conv2d, conv1d, conv1d_parts...: `convtune list` shows their dims and
 // operands), run by the candidate the dispatch table chose for it. Runs on the device that is current
 // when it is constructed. Not thread-safe: one object per thread.
+// A candidate to try before the table's rules (Convolution's FirstChoice constructor): JSON text
+// {"variant": ..., "config": {...}}, as Convolution::choice() gives it.
+struct FirstChoice {
+  std::string json;
+};
+
 class Convolution {
  public:
   // Validates the problem (unknown family, missing, unknown or out-of-range dim: the error names it;
@@ -33,6 +39,10 @@ class Convolution {
   // first bind then waits for the stream and takes a few runs of each candidate.
   Convolution(const std::string& dispatch_json_path, const std::string& family,
               const std::map<std::string, int64_t>& dims, bool tune_unseen = false);
+  // The same, but `first` is prepared first (rule "cached"): e.g. what first-use tuning chose in an earlier
+  // process. When it cannot run here (another convtune, another GPU), the table's rules go on as above.
+  Convolution(const std::string& dispatch_json_path, const std::string& family,
+              const std::map<std::string, int64_t>& dims, const FirstChoice& first);
   ~Convolution();
   Convolution(const Convolution&) = delete;
   Convolution& operator=(const Convolution&) = delete;
@@ -41,10 +51,12 @@ class Convolution {
   const std::map<std::string, int64_t>& dims() const;  // as validated, defaults filled in
   // The family's operands in order: the inputs, then the output (its size is operands().back()).
   const std::vector<Operand>& operands() const;
+  // The candidate that runs, as FirstChoice takes it: {"variant": ..., "config": {...}} (JSON text).
+  std::string choice() const;
   const std::string& candidate() const;  // e.g. "conv1d.overlap_discard[outputs_per_thread=8,...]"
   // "exact" | "nearest" | "default" (the table's choice by that rule), "default" also when the choice
   // could not run and the table's default did, "simplest" when only the family's simplest variant could,
-  // "tuned" after tune_unseen timed the shortlist.
+  // "tuned" after tune_unseen timed the shortlist, "cached" for a FirstChoice that could run.
   const std::string& rule() const;
   // Which table of the file was used: "single table (<GPU>)", or for a fleet table "exact model (<GPU>)",
   // "same architecture (<GPU it was measured on>)" or "default (...)" (no table of this architecture).
@@ -86,6 +98,10 @@ class Conv2d {
   const float* in_ = nullptr;
   float* out_ = nullptr;
 };
+
+// A problem's dims as the constructor validates them, defaults filled in; needs no table and no GPU. Throws
+// std::invalid_argument naming the dim and what is allowed (e.g. "problem.r: 40 is out of range ...").
+std::map<std::string, int64_t> validate_problem(const std::string& family, const std::map<std::string, int64_t>& dims);
 
 // The variants this library can run (a diagnostic: empty means they were dropped at link time;
 // link with $<LINK_LIBRARY:WHOLE_ARCHIVE,convtune_runtime>).
