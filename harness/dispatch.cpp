@@ -406,7 +406,7 @@ std::string header_model(std::ostringstream& o, const rules::Model& m, int nodes
   return "{" + k + "Variants, " + std::to_string(m.variant_count) + ", " + k + "Numeric, " + std::to_string(m.numeric_count) +
          ", " + k + "StringKeys, " + k + "StringValues, " + std::to_string(m.string_count) + ", " + c_float(m.base) + ", " +
          k + "Nodes, " + k + "Roots, " + std::to_string(m.tree_count) + ", " + k + "Candidates, " +
-         std::to_string(m.candidate_count) + ", " + k + "CandidateFeatures}";
+         std::to_string(m.candidate_count) + ", " + k + "CandidateFeatures, " + std::to_string(m.depth) + "}";
 }
 
 // One table's arrays, kTable and select(). In a fleet header each table is a namespace of its own.

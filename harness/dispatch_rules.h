@@ -38,8 +38,10 @@ struct Entry {
 
 // A performance model of one family: gradient-boosted regression trees over features() that predict
 // log2(median time / the problem's floor), so that candidates of one shape compare by prediction alone.
+// As compiled (the table's JSON keeps XGBoost's feature -1 at leaves): a leaf links to itself on both sides,
+// so that every walk takes Model::depth steps without asking whether it has arrived.
 struct Node {
-  int feature;  // -1: a leaf
+  int feature;
   float threshold;
   int yes, no;  // node indices: yes when the feature < threshold
   float value;  // a leaf's contribution
@@ -59,6 +61,7 @@ struct Model {
   const Entry* candidates;  // what the model chooses among
   int candidate_count;
   const float* candidate_features;  // static_features() of each candidate, one row each
+  int depth;                        // the deepest tree's levels of splits
 };
 
 // constraint[i]: entries equal in dim i are preferred by the nearest rule (compile-time in kernels);
@@ -157,29 +160,25 @@ inline float predict(const Model& m, const float* x) {
   float y = m.base;
   for (int t = 0; t < m.tree_count; ++t) {
     int i = m.roots[t];
-    while (m.nodes[i].feature >= 0) i = x[m.nodes[i].feature] < m.nodes[i].threshold ? m.nodes[i].yes : m.nodes[i].no;
+    for (int d = 0; d < m.depth; ++d) i = x[m.nodes[i].feature] < m.nodes[i].threshold ? m.nodes[i].yes : m.nodes[i].no;
     y += m.nodes[i].value;
   }
   return y;
 }
 
 // predict() of n <= kWalkTogether feature rows at once: each tree walked by all rows a level at a time, so
-// that the rows' independent walks overlap instead of each waiting on its own unpredictable branches.
+// that the rows' independent walks overlap instead of each waiting on its own unpredictable branch.
 constexpr int kWalkTogether = 8;
 inline void predict_rows(const Model& m, const float (*x)[kMaxFeatures], int n, float* y) {
   int at[kWalkTogether];
   for (int c = 0; c < n; ++c) y[c] = m.base;
   for (int t = 0; t < m.tree_count; ++t) {
     for (int c = 0; c < n; ++c) at[c] = m.roots[t];
-    for (bool moved = true; moved;) {
-      moved = false;
+    for (int d = 0; d < m.depth; ++d)
       for (int c = 0; c < n; ++c) {
         const Node& node = m.nodes[at[c]];
-        if (node.feature < 0) continue;
         at[c] = x[c][node.feature] < node.threshold ? node.yes : node.no;
-        moved = true;
       }
-    }
     for (int c = 0; c < n; ++c) y[c] += m.nodes[at[c]].value;
   }
 }

@@ -109,9 +109,10 @@ std::vector<std::string> strings_at(const json& m, const char* key, const std::s
   return out;
 }
 
-// One tree's nodes, appended to `nodes` with their links made absolute. Throws on a link out of the tree or
-// one that does not lead down (a corrupt file must not loop the rules).
-void append_tree(std::vector<rules::Node>& nodes, const json& tree, int feature_count, const std::string& where) {
+// One tree's nodes, appended to `nodes` with their links made absolute and its leaves linked to themselves
+// (rules::Node); returns its depth. Throws on a link out of the tree or one that does not lead down (a
+// corrupt file must not loop the rules).
+int append_tree(std::vector<rules::Node>& nodes, const json& tree, int feature_count, const std::string& where) {
   const json& f = tree.at("feature");
   const size_t n = f.size(), first = nodes.size();
   for (const char* key : {"threshold", "yes", "no", "value"})
@@ -130,16 +131,23 @@ void append_tree(std::vector<rules::Node>& nodes, const json& tree, int feature_
     nodes.push_back(node);
   }
   // Every node reached once from the root at most: a corrupt link must not loop the rules.
-  std::vector<int> seen(n, 0), stack = {int(first)};
+  std::vector<int> seen(n, 0);
+  std::vector<std::pair<int, int>> stack = {{int(first), 0}};  // (node, its depth)
+  int depth = 0;
   while (!stack.empty()) {
-    const int i = stack.back();
+    const auto [i, d] = stack.back();
     stack.pop_back();
     if (seen[size_t(i) - first]++) throw InputError(where + ": a tree whose links meet or loop");
-    if (nodes[size_t(i)].feature >= 0) {
-      stack.push_back(nodes[size_t(i)].yes);
-      stack.push_back(nodes[size_t(i)].no);
+    rules::Node& node = nodes[size_t(i)];
+    if (node.feature >= 0) {
+      stack.push_back({node.yes, d + 1});
+      stack.push_back({node.no, d + 1});
+    } else {
+      node = {0, 0.0f, i, i, node.value};
+      depth = std::max(depth, d);
     }
   }
+  return depth;
 }
 
 rules::Model compile_model(DispatchTable& t, CompiledTable& c, const rules::FamilyInfo& f, const json& m,
@@ -168,7 +176,7 @@ rules::Model compile_model(DispatchTable& t, CompiledTable& c, const rules::Fami
     std::vector<int>& roots = c.root_lists.emplace_back();
     for (const json& tree : m.at("trees")) {
       roots.push_back(int(nodes.size()));
-      append_tree(nodes, tree, features, where);
+      out.depth = std::max(out.depth, append_tree(nodes, tree, features, where));
       if (nodes.size() == size_t(roots.back())) throw InputError(where + ": an empty tree");
     }
     out.nodes = nodes.data();

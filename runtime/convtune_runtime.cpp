@@ -151,15 +151,16 @@ void Convolution::Impl::init(const std::string& dispatch_json_path, const std::s
     // Only candidates that can run this shape on this GPU are chosen among.
     const convtune::DispatchTable table(dispatch);
     const std::string cc = have_gpu ? std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) : "";
-    // The table's choice among what can run here; when nothing of a family it covers can (a strict-fp32
-    // layer and a table measured with TF32 allowed, say), the family's simplest kernel.
+    // The table's choice among what can run here; when nothing of the family can (a strict-fp32 layer and a
+    // table measured with TF32 allowed, say), or the table has no entry of the family at all, the family's
+    // simplest kernel: an application gets a correct result anywhere, tuned where the table measured.
     const convtune::DispatchTable::Pick picked = table.pick(dev.name, cc);
     convtune::DeviceLookup on_device;
     std::vector<json> tries;
     try {
       on_device = convtune::lookup_on_device(table, dev.name, cc, m.problem, have_gpu ? &dev : nullptr);
     } catch (const convtune::InputError&) {
-      if (!have_gpu || !convtune::rules::find_family(picked.view, m.problem.family.c_str())) throw;
+      if (!have_gpu) throw;
       on_device.table_rule = picked.rule;
       on_device.table_device = picked.table->view.device;
       tries = {convtune::simplest_candidate(m.problem.family)};

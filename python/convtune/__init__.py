@@ -47,7 +47,7 @@ def explain(function, *args, **kwargs):
     planners = _planners()
     if function not in planners and "torch" in __import__("sys").modules:
         from .nn import functional
-        planners = dict(planners, **functional.EXPLAINERS)
+        planners = {**planners, **functional.EXPLAINERS}
     if function not in planners:
         names = "convtune.conv2d, conv1d, conv1d_slice, sep_conv2d, nn.functional.conv2d, max_pool2d, avg_pool2d"
         raise TypeError(f"function: {function!r}; allowed: {names}")

@@ -209,8 +209,15 @@ int main(int argc, char** argv) {
   check_refused(dispatch, "conv1d", {{"n", n1}, {"m", m1}, {"k", 3}}, "problem.k");
   check_refused(dispatch, "conv1d", {{"m", m1}}, "problem.n");
   check_refused(dispatch, "conv3d", {{"n", n1}}, "allowed: ");  // names the registered families
-  // A family the table does not cover: the error names those it does.
-  check_refused(dispatch, "conv1d_parts", {{"n", 100}, {"m", 100}, {"start", 0}, {"end", 199}}, "covers: ");
+  // A family the table does not cover: without a GPU the error names those it does; with one, the family's
+  // simplest kernel runs.
+  int devices = 0;
+  const bool have_gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+  if (!have_gpu) check_refused(dispatch, "conv1d_parts", {{"n", 100}, {"m", 100}, {"start", 0}, {"end", 199}}, "covers: ");
+  if (have_gpu) {
+    convtune_runtime::Convolution parts(dispatch, "conv1d_parts", {{"n", 100}, {"m", 100}, {"start", 0}, {"end", 199}});
+    check(parts.rule() == "simplest", "a family the table does not cover: its simplest kernel (" + parts.rule() + ")");
+  }
 
   // The static library must bring every variant (linked whole): as many as the sources register (counted
   // by CMake), among them every variant the table may choose.
@@ -222,8 +229,7 @@ int main(int argc, char** argv) {
     check(std::find(variants.begin(), variants.end(), chosen) != variants.end(),
           std::string(chosen) + " (named by the fixture table) is available");
 
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+  if (!have_gpu) {
     std::printf("no GPU: lookups and refusals only\n");
     return failures ? 1 : 0;
   }

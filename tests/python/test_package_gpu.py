@@ -68,9 +68,9 @@ def backend(request):
     return BACKENDS[request.param]()
 
 
-def run(backend, function, *arrays, **kwargs):
+def run(backend, function, *arrays, **kwargs):  # numpy arrays go to the GPU; other arguments as given
     put, get = backend
-    same_kind, out = get(function(*[put(a) for a in arrays], **kwargs))
+    same_kind, out = get(function(*[put(a) if isinstance(a, np.ndarray) else a for a in arrays], **kwargs))
     assert same_kind, "the output is not of the inputs' kind"
     return out
 
