@@ -1,10 +1,9 @@
 // Every JIT kernel compiles with NVRTC for sm_90 over its space: with CONVTUNE_NVRTC_ALL=1 every config at one
 // radius, the first config at every radius 0..16 and a spread (every 14th) at radii 0, 1, 8, 16; on the CPU a
-// covering sample of those programs per variant (test_support.h: covering_programs), which compiles every
-// variant, kernel source and value of every define (radius, tiles, coarsening...) at least once.
+// covering sample of those programs (test_support.h: covering_programs), which compiles every kernel source
+// with every value of each of its defines (tiles, coarsening...), and every radius, at least once.
 #include <gtest/gtest.h>
 
-#include <map>
 #include <set>
 
 #include "harness/error.h"
@@ -17,24 +16,22 @@ using namespace convtune;
 
 namespace {
 
-// Per variant, the programs of the configs it considers that can run; programs() is the CPU's covering
-// sample of each variant's (all of them with CONVTUNE_NVRTC_ALL=1).
+// The programs of the configs considered that can run; programs() is the CPU's covering sample of them
+// (all of them with CONVTUNE_NVRTC_ALL=1): every kernel source and its defines' values, with the `shared`
+// ones (problem dims) once in any source.
 class ProgramSet {
  public:
   void add(const Variant& v, const Problem& p, const Config& c) {
     if (!v.can_implement(p, c, dev)) return;
-    for (auto& prog : v.programs(p, c)) by_variant_[v.name()].push_back(prog);
+    for (auto& prog : v.programs(p, c)) considered_.push_back(prog);
   }
-  std::vector<JitProgram> programs() const {
-    std::vector<JitProgram> out;
-    for (const auto& [name, programs] : by_variant_)
-      for (auto& prog : test::covering_programs(programs)) out.push_back(prog);
-    return out;
+  std::vector<JitProgram> programs(const std::vector<std::string>& shared = {}) const {
+    return test::covering_programs(considered_, 2, shared);
   }
   const DeviceInfo dev = DeviceInfo::offline_sm90();
 
  private:
-  std::map<std::string, std::vector<JitProgram>> by_variant_;
+  std::vector<JitProgram> considered_;
 };
 
 std::vector<JitProgram> other_family_programs() {
@@ -60,7 +57,7 @@ std::vector<JitProgram> other_family_programs() {
 
 // conv2d: per variant, every implementable config at r = 3, every 14th at the extreme radii 0, 1, 8, 16,
 // and the first at each other radius up to 16 (the radius changes the code); on the CPU a covering sample
-// of each variant's programs: every radius and every define's value at least once.
+// of those programs: every kernel source and each of its defines' values, and every radius, at least once.
 std::vector<JitProgram> conv2d_programs() {
   ProgramSet set;
   const DeviceInfo& dev = set.dev;
@@ -76,7 +73,7 @@ std::vector<JitProgram> conv2d_programs() {
         if (take) set.add(*v, p, c);
       }
     }
-  return set.programs();
+  return set.programs({"-DRADIUS="});  // every radius once in the family, as every parameter value per source
 }
 
 }  // namespace
