@@ -105,7 +105,8 @@ std::vector<Problem> big_shapes(const std::string& family) {
 
 // A sample of each space's programs (compiling all of them took ~3 CPU minutes): per problem the first and
 // last implementable config and every 4th between, plus the first of each math not yet in the sample, so
-// that every PASS x MATH pairing compiles (tf32 through a precision = 1 copy of the ResNet shape).
+// that every PASS x MATH pairing is considered (tf32 through a precision = 1 copy of the ResNet shape); the
+// tests compile covering_programs of these (every define's value at least once; all with CONVTUNE_NVRTC_ALL=1).
 std::vector<JitProgram> sampled_programs(const std::string& family) {
   const Variant& v = Registry::instance().get(family + ".implicit_gemm");
   const DeviceInfo dev = DeviceInfo::offline_sm90();
@@ -164,9 +165,15 @@ TEST(LayerImplicitGemm, OutOfRangeGathersAreZero) {
     }
 }
 
-TEST(LayerImplicitGemmCompile, Forward) { expect_all_compile(sampled_programs("layer_fwd")); }
-TEST(LayerImplicitGemmCompile, BackwardData) { expect_all_compile(sampled_programs("layer_bwd_data")); }
-TEST(LayerImplicitGemmCompile, BackwardFilter) { expect_all_compile(sampled_programs("layer_bwd_filter")); }
+TEST(LayerImplicitGemmCompile, Forward) {
+  expect_all_compile(covering_programs(sampled_programs("layer_fwd")));
+}
+TEST(LayerImplicitGemmCompile, BackwardData) {
+  expect_all_compile(covering_programs(sampled_programs("layer_bwd_data")));
+}
+TEST(LayerImplicitGemmCompile, BackwardFilter) {
+  expect_all_compile(covering_programs(sampled_programs("layer_bwd_filter")));
+}
 
 TEST(LayerImplicitGemm, Tf32OnlyWithPrecisionOne) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();

@@ -1,5 +1,5 @@
-// The wgmma implicit-GEMM variants without a GPU: their programs compile for sm_90 (NVRTC's sm_90a) over
-// the whole space on the ResNet shape and a sample elsewhere; compute capability and precision
+// The wgmma implicit-GEMM variants without a GPU: their programs compile for sm_90 (NVRTC's sm_90a), a
+// covering sample of the space on the ResNet shape and a sample elsewhere (all of those with CONVTUNE_NVRTC_ALL=1); compute capability and precision
 // rules; the cost model. Their arithmetic is checked against the float64 reference by the
 // GPU suite.
 #include <gtest/gtest.h>
@@ -39,6 +39,8 @@ Config config(const char* math, int warpgroups, int stages, int tile_n = 64) {
 
 // Every config on the ResNet shape (tf32 through a precision = 1 copy), every 3rd elsewhere; with `sample`,
 // every sample-th there and every 2*sample-th elsewhere (backward-filter's splits multiply its space by 8).
+// The tests compile covering_programs of these: on the CPU every define's value at least once (the ptxas notes
+// of other combinations are checked with CONVTUNE_NVRTC_ALL=1, and the sweeps compile every config they run).
 std::vector<JitProgram> programs(const Variant& v, const std::string& family, size_t sample = 1,
                                  size_t at_least = 30) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
@@ -67,21 +69,23 @@ std::vector<JitProgram> programs(const Variant& v, const std::string& family, si
 // lose its point) or injected fences around registers an in-flight wgmma uses.
 const std::vector<std::string> kForbiddenNotes = {"C751", "serialized"};
 
-TEST(LayerWgmmaCompile, Forward) { expect_all_compile(programs(wgmma("layer_fwd"), "layer_fwd"), kForbiddenNotes); }
+TEST(LayerWgmmaCompile, Forward) {
+  expect_all_compile(covering_programs(programs(wgmma("layer_fwd"), "layer_fwd")), kForbiddenNotes);
+}
 TEST(LayerWgmmaCompile, BackwardData) {
-  expect_all_compile(programs(wgmma("layer_bwd_data"), "layer_bwd_data"), kForbiddenNotes);
+  expect_all_compile(covering_programs(programs(wgmma("layer_bwd_data"), "layer_bwd_data")), kForbiddenNotes);
 }
 // The warp-specialized kernel: its three gathers (filter-tap-major where C or K is a multiple of 32, the tap
 // table elsewhere, the per-tap decode for strided backward-data and large filters) are among the test shapes.
 TEST(LayerWgmmaCompile, SpecializedForward) {
-  expect_all_compile(programs(wgmma_ws("layer_fwd"), "layer_fwd"), kForbiddenNotes);
+  expect_all_compile(covering_programs(programs(wgmma_ws("layer_fwd"), "layer_fwd")), kForbiddenNotes);
 }
 TEST(LayerWgmmaCompile, SpecializedBackwardData) {
-  expect_all_compile(programs(wgmma_ws("layer_bwd_data"), "layer_bwd_data"), kForbiddenNotes);
+  expect_all_compile(covering_programs(programs(wgmma_ws("layer_bwd_data"), "layer_bwd_data")), kForbiddenNotes);
 }
 
 TEST(LayerWgmmaCompile, SpecializedBackwardFilter) {
-  expect_all_compile(programs(wgmma_ws("layer_bwd_filter"), "layer_bwd_filter", 4), kForbiddenNotes);
+  expect_all_compile(covering_programs(programs(wgmma_ws("layer_bwd_filter"), "layer_bwd_filter", 4)), kForbiddenNotes);
 }
 
 Config filter_config(int warpgroups, int tile_n, int splits) {

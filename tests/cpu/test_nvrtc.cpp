@@ -1,7 +1,7 @@
 // Every JIT kernel compiles with NVRTC for sm_90 over its space: with CONVTUNE_NVRTC_ALL=1 every config at one
 // radius, the first config at every radius 0..16 and a spread (every 14th) at radii 0, 1, 8, 16; on the CPU a
-// covering sample of those (test_support.h: covering_sample), which compiles every variant, radius and
-// parameter value at least once.
+// covering sample of those programs (test_support.h: covering_programs), which compiles every kernel source
+// with every value of each of its defines (tiles, coarsening...), and every radius, at least once.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -16,67 +16,51 @@ using namespace convtune;
 
 namespace {
 
-// Points a stride takes on the CPU before the coverage pass adds the values it missed.
-constexpr size_t kSampleStrideTarget = 4;
-
-// Distinct programs of the configs that can run.
+// The programs of the configs considered that can run; programs() is the CPU's covering sample of them
+// (all of them with CONVTUNE_NVRTC_ALL=1): every kernel source and its defines' values, with the `shared`
+// ones (problem dims) once in any source.
 class ProgramSet {
  public:
   void add(const Variant& v, const Problem& p, const Config& c) {
     if (!v.can_implement(p, c, dev)) return;
-    for (auto& prog : v.programs(p, c))
-      if (seen_.insert(prog.describe()).second) programs.push_back(prog);
+    for (auto& prog : v.programs(p, c)) considered_.push_back(prog);
+  }
+  std::vector<JitProgram> programs(const std::vector<std::string>& shared = {}) const {
+    return test::covering_programs(considered_, 2, shared);
   }
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  std::vector<JitProgram> programs;
 
  private:
-  std::set<std::string> seen_;
+  std::vector<JitProgram> considered_;
 };
 
 std::vector<JitProgram> other_family_programs() {
   ProgramSet set;
   // Other families (a documented sample): per variant and shape of the family's test shapes and example,
   // the first implementable config and every 20th after it (CI time: conv1d's tiled kernel takes ~4 s a
-  // program), thinned on the CPU by covering_sample over configs and problem dims. The layer families are left to their own compile tests (test_layer_direct, _gemm,
-  // _implicit_gemm): their spaces run to thousands; and conv2d_separable to test_separable (its whole
-  // space at one radius, samples at the other radii).
+  // program), thinned on the CPU by covering_programs. The layer families are left to their own compile
+  // tests (test_layer_direct, _gemm, _implicit_gemm, _wgmma, _winograd): their spaces run to thousands; and
+  // conv2d_separable to test_separable (its whole space at one radius, samples at the other radii).
   for (const Family* fam : FamilyRegistry::instance().all()) {
     if (fam->name() == "conv2d" || fam->name() == "conv2d_separable" || fam->name().rfind("layer_", 0) == 0) continue;
     std::vector<Problem> problems = fam->test_problems();
     problems.push_back(fam->example());
-    for (const Variant* v : Registry::instance().of_family(fam->name())) {
-      std::vector<std::pair<const Problem*, Config>> considered;
-      std::vector<json> points;  // each config with its problem's dims, for the coverage
+    for (const Variant* v : Registry::instance().of_family(fam->name()))
       for (const Problem& p : problems) {
         size_t i = 0;
         for (const auto& c : v->space(p, set.dev).enumerate())
-          if (v->can_implement(p, c, set.dev) && i++ % 20 == 0) {
-            considered.emplace_back(&p, c);
-            points.push_back(c);
-            for (const auto& [dim, value] : p.dims) points.back()["problem." + dim] = value;
-          }
+          if (v->can_implement(p, c, set.dev) && i++ % 20 == 0) set.add(*v, p, c);
       }
-      for (size_t i : test::covering_sample(points, kSampleStrideTarget))
-        set.add(*v, *considered[i].first, considered[i].second);
-    }
   }
-  return set.programs;
+  return set.programs();
 }
 
 // conv2d: per variant, every implementable config at r = 3, every 14th at the extreme radii 0, 1, 8, 16,
 // and the first at each other radius up to 16 (the radius changes the code); on the CPU a covering sample
-// of the family's points: every variant and every value of its parameters, and every radius, at least once.
+// of those programs: every kernel source and each of its defines' values, and every radius, at least once.
 std::vector<JitProgram> conv2d_programs() {
   ProgramSet set;
   const DeviceInfo& dev = set.dev;
-  struct Point {
-    const Variant* variant;
-    Problem problem;
-    Config config;
-  };
-  std::vector<Point> considered;
-  std::vector<json> points;  // the variant, its parameters by qualified name, and the radius
   for (const Variant* v : Registry::instance().of_family("conv2d"))
     for (int r = 0; r <= 16; ++r) {
       const Problem p = Problem::from_json({{"family", "conv2d"}, {"h", 1000}, {"w", 999}, {"r", r}});
@@ -86,16 +70,10 @@ std::vector<JitProgram> conv2d_programs() {
         if (!v->can_implement(p, c, dev)) continue;
         const bool take = every == 0 ? index == 0 : index % every == 0;
         ++index;
-        if (!take) continue;
-        considered.push_back({v, p, c});
-        json point = {{"variant", v->name()}, {"r", r}};
-        for (const auto& [name, value] : c.items()) point[v->name() + "." + name] = value;
-        points.push_back(std::move(point));
+        if (take) set.add(*v, p, c);
       }
     }
-  for (size_t i : test::covering_sample(points, kSampleStrideTarget))
-    set.add(*considered[i].variant, considered[i].problem, considered[i].config);
-  return set.programs;
+  return set.programs({"-DRADIUS="});  // every radius once in the family, as every parameter value per source
 }
 
 }  // namespace
@@ -142,4 +120,28 @@ TEST(CompileSample, CoversEveryValueOfEveryParameterWithFewPoints) {
   if (test::compile_every_point()) EXPECT_EQ(chosen.size(), points.size());
   else EXPECT_LE(chosen.size(), 6u + 17u);  // the stride, then one point per radius covers a and b too
   EXPECT_EQ(chosen, test::covering_sample(points, 6)) << "not deterministic";
+}
+
+// The CPU's sample of a compile test's programs: every kernel source, and every option it is compiled with,
+// at least once, in far fewer programs than the whole set.
+TEST(CompileSample, ProgramsCoverEverySourceAndEveryDefinesValue) {
+  std::vector<JitProgram> programs;
+  for (const char* source : {"a.cuh", "b.cuh"})
+    for (int tile : {8, 16, 32, 64})
+      for (int r = 0; r <= 16; ++r)
+        programs.push_back({source, {"-DTILE=" + std::to_string(tile), "-DRADIUS=" + std::to_string(r)}});
+  programs.push_back(programs.front());  // a repeat is compiled once
+  const auto chosen = test::covering_programs(programs);
+  std::set<std::string> covered;
+  for (const JitProgram& p : chosen)
+    for (const std::string& option : p.options) covered.insert(p.source + " " + option);
+  EXPECT_EQ(covered.size(), 2u * (4 + 17));
+  std::vector<std::string> described;
+  for (const JitProgram& p : chosen) described.push_back(p.describe());
+  EXPECT_EQ(std::set<std::string>(described.begin(), described.end()).size(), described.size()) << "one twice";
+  if (test::compile_every_point()) EXPECT_EQ(chosen.size(), programs.size() - 1);
+  else EXPECT_LE(chosen.size(), 2u * (2 + 17));  // the stride, then one program a radius per source
+  std::vector<std::string> again;
+  for (const JitProgram& p : test::covering_programs(programs)) again.push_back(p.describe());
+  EXPECT_EQ(again, described) << "not deterministic";
 }

@@ -111,7 +111,7 @@ TEST(Spec, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
 }
 
 TEST(Spec, ShippedSpecsParse) {
-  for (const char* name : {"default", "quick", "conv2d", "smoke"}) {
+  for (const char* name : {"default", "full", "quick", "conv2d", "smoke"}) {
     const auto path = std::filesystem::path(CONVTUNE_SOURCE_DIR) / "sweeps" / (std::string(name) + ".json");
     SweepSpec s;
     ASSERT_NO_THROW(s = SweepSpec::load(path.string())) << path;

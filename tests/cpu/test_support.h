@@ -87,6 +87,33 @@ inline std::vector<size_t> covering_sample(const std::vector<json>& points, size
   return chosen;
 }
 
+// The CPU's sample of NVRTC programs (distinct ones, in their order): covering_sample over what changes the
+// code, i.e. each program's kernel source and each of its options ("-DTILE=64") as compiled with that source,
+// so that every kernel file and every value of every define it takes compiles at least once; combinations
+// are left to CONVTUNE_NVRTC_ALL=1 (then every program). Options starting with one of `shared` (a problem's
+// dims every source takes, e.g. "-DRADIUS=") need each value once in any source, not once per source.
+// stride_target as in covering_sample.
+inline std::vector<JitProgram> covering_programs(const std::vector<JitProgram>& programs, size_t stride_target = 2,
+                                                 const std::vector<std::string>& shared = {}) {
+  std::vector<JitProgram> distinct;
+  std::vector<json> points;
+  std::set<std::string> seen;
+  for (const JitProgram& program : programs) {
+    if (!seen.insert(program.describe()).second) continue;
+    distinct.push_back(program);
+    json point = {{"source", program.source}};
+    for (const std::string& option : program.options) {
+      const bool any_source = std::any_of(shared.begin(), shared.end(),
+                                          [&](const std::string& prefix) { return option.rfind(prefix, 0) == 0; });
+      point[any_source ? option : program.source + " " + option] = true;
+    }
+    points.push_back(std::move(point));
+  }
+  std::vector<JitProgram> chosen;
+  for (size_t i : covering_sample(points, stride_target)) chosen.push_back(distinct[i]);
+  return chosen;
+}
+
 // Compiles every program for sm_90 on all cores; a failure (with NVRTC's log) per program that does not
 // compile, yields a suspiciously small cubin, or whose log names one of `forbidden` (compiler notes).
 inline void expect_all_compile(const std::vector<JitProgram>& programs,
