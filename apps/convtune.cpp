@@ -88,6 +88,15 @@ int cmd_devices(bool as_json, bool ceilings) {
   return 0;
 }
 
+// --plugins: its errors name the flag (a manifest's name their file).
+void load_cli_plugins(const std::vector<std::string>& paths) {
+  try {
+    load_plugins(paths);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--plugins: ") + e.what());
+  }
+}
+
 // The plug-ins a command names, and those a run folder's summary carries: loaded here and passed on to the
 // worker processes this one starts (CONVTUNE_PLUGINS).
 void use_plugins(std::vector<std::string> paths, const std::string& run_folder) {
@@ -95,7 +104,7 @@ void use_plugins(std::vector<std::string> paths, const std::string& run_folder) 
       read_json(std::filesystem::path(run_folder) / "summary.json").contains("plugins"))
     paths.push_back(run_folder);
   if (paths.empty()) return;
-  load_plugins(paths);
+  load_cli_plugins(paths);
   add_plugins_to_environment(paths);
 }
 
@@ -797,7 +806,7 @@ int main(int argc, char** argv) {
 
   try {
     load_plugins_from_environment();
-    load_plugins(plugin_paths);
+    load_cli_plugins(plugin_paths);
     if (*new_variant) {
       write_plugin_template(new_family, new_name, new_dir);
       std::cout << (std::filesystem::path(new_dir) / "plugin.json").string() << "\n"

@@ -329,7 +329,7 @@ std::shared_ptr<const PluginManifest> read_plugin_folder(const fs::path& path) {
   bool ok = false;
   const std::string text = read_file_text(file, &ok);
   if (!ok)
-    throw InputError("--plugins: '" + path.string() + "' is not a plug-in: " + (is_dir ? "no " + std::string(kPluginManifestName) + " in it" : "no such file or folder") +
+    throw InputError("'" + path.string() + "' is not a plug-in: " + (is_dir ? "no " + std::string(kPluginManifestName) + " in it" : "no such file or folder") +
                      "; allowed: a folder holding plugin.json (convtune new-variant writes one), or the manifest itself");
   json manifest;
   try {
