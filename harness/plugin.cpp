@@ -128,13 +128,19 @@ Status evaluate(const PluginManifest& m, const Problem& p, const Config& c, cons
 
 class PluginPlan : public Plan {
  public:
-  PluginPlan(std::shared_ptr<Module> module, const PluginManifest& m, PluginLaunch launch)
+  PluginPlan(std::shared_ptr<Module> module, const PluginManifest& m, const Problem& p, PluginLaunch launch)
       : module_(std::move(module)), launch_(std::move(launch)), int64_(m.scalars_int64) {
     fn_ = module_->function(m.entry);
     attrs_ = kernel_attributes(fn_, int(launch_.block.x * launch_.block.y * launch_.block.z), launch_.dynamic_smem);
+    const std::vector<Operand> operands = p.operands();
     for (const auto& [symbol, operand] : m.constants) {
       size_t bytes = 0;
-      constants_.push_back({module_->global(symbol, &bytes), bytes, operand});
+      const CUdeviceptr address = module_->global(symbol, &bytes);
+      const size_t needed = size_t(operands.at(size_t(operand)).elements) * sizeof(float);
+      if (bytes < needed)  // a runtime_error record: the kernel's declaration does not fit this problem
+        throw std::runtime_error("__constant__ " + symbol + " holds " + std::to_string(bytes) + " bytes; operand " +
+                                 operands[size_t(operand)].name + " needs " + std::to_string(needed));
+      constants_.push_back({address, needed, operand});
     }
     if (int64_) wide_.assign(launch_.scalars.begin(), launch_.scalars.end());
     else narrow_.assign(launch_.scalars.begin(), launch_.scalars.end());
@@ -218,7 +224,7 @@ std::unique_ptr<Plan> PluginVariant::prepare(const Problem& p, const Config& c, 
   PluginLaunch launch;
   const Status ok = evaluate(*m_, p, c, dev, &launch);
   if (!ok) throw std::logic_error(name() + " prepared where it cannot run: " + ok.reason);
-  return std::make_unique<PluginPlan>(jit.module(JitProgram{jit_source(), launch.defines}), *m_, std::move(launch));
+  return std::make_unique<PluginPlan>(jit.module(JitProgram{jit_source(), launch.defines}), *m_, p, std::move(launch));
 }
 
 json PluginVariant::provenance() const {

@@ -2,7 +2,7 @@
 # Plug-in variants on the GPU, in one device call (issue 37). Carry .deps/muparser (made here by
 # `bash scripts/deps.sh muparser`) unless the machine has libmuparser-dev. It builds, writes the new-variant
 # template of conv2d and conv1d, runs the plug-in GPU tests, sweeps both plug-ins beside the built-in kernel
-# each imitates (every candidate verified against the float64 reference), exports the table, plots the run,
+# each imitates, and examples/plugins/conv2d_constant (conv2d.constant's kernel as a plug-in) beside conv2d.constant (every candidate verified against the float64 reference), exports the table, plots the run,
 # sweeps the plug-ins alone and runs their table's choices through the runtime library, then prints a table.
 # Logs under $OUT (default /tmp/convtune-plugins-out) as plugins-logs.tar.gz and the summary table.
 set -uo pipefail
@@ -32,11 +32,12 @@ grep -E "^\[  (PASSED|FAILED|SKIPPED) |\[  FAILED|\[       OK" "$out/gpu_tests.l
 # The plug-ins beside the built-ins they imitate (conv2d.constant: one thread an output, filter in constant
 # memory; conv1d.direct), awkward and real sizes, both conv1d modes.
 cat >"$work/spec.json" <<JSON
-{"name": "plugins", "plugins": ["$work/my2d", "$work/my1d"],
+{"name": "plugins", "plugins": ["$work/my2d", "$work/my1d", "$PWD/examples/plugins/conv2d_constant"],
  "problems": [{"family": "conv2d", "h": 1000, "w": 999, "r": [1, 3]}, {"family": "conv2d", "h": 4096, "w": 4096, "r": [1, 3, 7]},
               {"family": "conv1d", "n": [100003, 16777216], "m": 129, "mode": [0, 1]}],
- "variants": ["conv2d.my2d", "conv2d.constant", "conv1d.my1d", "conv1d.direct"],
- "params": {"conv2d.constant": {"block_x": [32, 64], "block_y": [4, 8]}},
+ "variants": ["conv2d.my2d", "conv2d.constant", "conv2d.constant_plugin", "conv1d.my1d", "conv1d.direct"],
+ "params": {"conv2d.constant": {"block_x": [32, 64], "block_y": [4, 8]},
+            "conv2d.constant_plugin": {"block_x": [32, 64], "block_y": [4, 8]}},
  "measure": {"cold": true, "max_rel_stderr": 0.02, "time_cap_s": 0.3}}
 JSON
 step "sweep plug-ins beside built-ins"
@@ -95,6 +96,18 @@ for p in sorted({k[0] for k in best}):
     for a, b in pairs:
         if (p, a) in best and (p, b) in best:
             print("%-34s %12.4f %12.4f" % (p, best[(p, a)], best[(p, b)]))
+# conv2d.constant against the same kernel as a plug-in, candidate by candidate: same statuses, times within noise.
+by = collections.defaultdict(dict)
+for r in records(sys.argv[1]):
+    if r["variant"] in ("conv2d.constant", "conv2d.constant_plugin"):
+        by[(r["problem_key"], json.dumps(r["config"], sort_keys=True))][r["variant"]] = r
+same = [v for v in by.values() if len(v) == 2]
+statuses = sum(v["conv2d.constant"]["status"] == v["conv2d.constant_plugin"]["status"] for v in same)
+ratios = sorted(v["conv2d.constant_plugin"]["time"]["median_ms"] / v["conv2d.constant"]["time"]["median_ms"]
+                for v in same if v["conv2d.constant"]["status"] == "ok" and v["conv2d.constant_plugin"]["status"] == "ok")
+if ratios:
+    print("\nconv2d.constant vs its plug-in: %d candidates, %d same status; time ratio median %.4f, range %.4f..%.4f"
+          % (len(same), statuses, ratios[len(ratios) // 2], ratios[0], ratios[-1]))
 d = json.load(open(sys.argv[1] + "/dispatch.json"))
 print("\nmixed table entries naming a plug-in:", sum(1 for e in d["entries"] if e["variant"] in ("conv2d.my2d", "conv1d.my1d")),
       "of", len(d["entries"]), "; carried:", [p["variant"] for p in d.get("plugins", [])])

@@ -324,3 +324,32 @@ TEST(Plugins, RecordsCarryProvenanceAndTablesCarryTheBundle) {
   EXPECT_TRUE(contains(input_error([&] { load_plugin_bundles({{"plugins", edited}}, "dispatch.json"); }),
                        "dispatch.json: plugins[0]: provenance.source_hash"));
 }
+
+// examples/plugins/conv2d_constant is conv2d.constant's kernel under a manifest: it plans the same candidates
+// with the same refusals, cost and tolerance (the GPU script compares their records and times).
+TEST(Plugins, ConstantAsAPluginPlansAsTheBuiltInDoes) {
+  if (!expressions_available()) GTEST_SKIP() << expressions_hint();
+  const auto loaded = load_plugins(std::string(CONVTUNE_SOURCE_DIR) + "/examples/plugins/conv2d_constant");
+  ASSERT_EQ(loaded.size(), 1u);
+  const Variant& plugin = *loaded[0];
+  const Variant& builtin = Registry::instance().get("conv2d.constant");
+  DeviceInfo small = DeviceInfo::offline_sm90();
+  small.max_threads_per_block = 512;
+  for (const DeviceInfo& dev : {DeviceInfo::offline_sm90(), small})
+    for (const Problem& p : {conv2d(1000, 999, 3), conv2d(65536, 7, 2), conv2d(64, 64, 16), conv2d(64, 64, 17)}) {
+      ASSERT_EQ(plugin.space(p, dev).enumerate(), builtin.space(p, dev).enumerate());
+      for (const Config& c : builtin.space(p, dev).enumerate()) {
+        EXPECT_EQ(plugin.can_implement(p, c, dev).ok, builtin.can_implement(p, c, dev).ok) << p.key() << " " << c.dump();
+        if (!builtin.can_implement(p, c, dev)) continue;
+        EXPECT_EQ(plugin.cost(p, c).to_json(), builtin.cost(p, c).to_json());
+        EXPECT_EQ(plugin.tolerance(p, c).to_json(), builtin.tolerance(p, c).to_json());
+        auto options = [&](const Variant& v) {  // the same defines; their order does not matter
+          auto o = v.programs(p, c)[0].options;
+          std::sort(o.begin(), o.end());
+          return o;
+        };
+        EXPECT_EQ(options(plugin), options(builtin));
+      }
+    }
+  EXPECT_EQ(plugin.complexity(), builtin.complexity());
+}
