@@ -833,6 +833,8 @@ int main(int argc, char** argv) {
       if (!fleet) std::cout << (where / "t4.json").string() << " (every record in the T4 format)\n";
       return 0;
     }
+    if (*check) use_plugins({}, check_run);  // whether a plug-in the table chose can run there
+    if (*replay) use_plugins({}, folder);
     if (*check && !cv_runs.empty()) return cmd_cross_validate(cv_runs, cv_folds, check_table, as_json);
     if (*check) return cmd_check_dispatch(check_table, check_run, as_json);
     if (*replay) return cmd_replay(folder, strategies, trials, budget, as_json);

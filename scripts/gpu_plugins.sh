@@ -86,9 +86,9 @@ for run in sys.argv[1:]:
         if r["status"] == "ok":
             k = (r["problem_key"], r["variant"])
             best[k] = min(best.get(k, 1e9), r["time"]["median_ms"])
-print("%-18s %-9s %5s %7s %6s %8s" % ("variant", "kind", "ok", "skipped", "wrong", "other"))
+print("%-22s %-9s %5s %7s %6s %8s" % ("variant", "kind", "ok", "skipped", "wrong", "other"))
 for (v, kind), c in sorted(rows.items()):
-    print("%-18s %-9s %5d %7d %6d %8d" % (v, kind, c["ok"], c["skipped"], c["wrong_result"],
+    print("%-22s %-9s %5d %7d %6d %8d" % (v, kind, c["ok"], c["skipped"], c["wrong_result"],
           sum(c.values()) - c["ok"] - c["skipped"] - c["wrong_result"]))
 pairs = [("conv2d.my2d", "conv2d.constant"), ("conv1d.my1d", "conv1d.direct")]
 print("\n%-34s %12s %12s" % ("problem", "plug-in ms", "built-in ms"))

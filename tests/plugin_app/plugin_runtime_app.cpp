@@ -24,7 +24,7 @@ bool check(cudaError_t e, const char* what) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (argc < 5) {
     std::fprintf(stderr, "usage: plugin_runtime_app <dispatch.json> <family> <dim>=<value>... --expect <prefix>\n");
     return 2;
@@ -70,4 +70,13 @@ int main(int argc, char** argv) {
   std::printf("plugin_runtime_app: rel_l2 %.3g against the float64 CPU reference: %s\n", rel, ok ? "ok" : "WRONG");
   for (float* d : device) cudaFree(d);
   return ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "plugin_runtime_app: %s\n", e.what());
+    return 1;
+  }
 }
