@@ -12,6 +12,8 @@
 
 #include "harness/dispatch.h"
 #include "harness/family.h"
+#include "harness/json_file.h"
+#include "harness/records.h"
 #include "harness/plugin.h"
 #include "harness/plugin_template.h"
 #include "harness/runner.h"
@@ -352,4 +354,45 @@ TEST(Plugins, ConstantAsAPluginPlansAsTheBuiltInDoes) {
       }
     }
   EXPECT_EQ(plugin.complexity(), builtin.complexity());
+}
+
+// A run whose candidates are a plug-in's (a shipped H100 run's conv2d.constant records, renamed to the example
+// plug-in that holds the same kernel): its table names the plug-in, carries its sources, and looks it up.
+TEST(Plugins, ARunOfAPluginExportsATableThatCarriesItAndLooksItUp) {
+  if (!expressions_available()) GTEST_SKIP() << expressions_hint();
+  const fs::path shipped = fs::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-80gb-hbm3/conv2d-20261126-041142";
+  const auto loaded = load_plugins(std::string(CONVTUNE_SOURCE_DIR) + "/examples/plugins/conv2d_constant");
+  ASSERT_EQ(loaded.size(), 1u);
+  const fs::path run = scratch("export");
+  json summary = read_json(shipped / "summary.json");
+  summary["plugins"] = json::array({plugin_bundle(*loaded[0])});
+  std::ofstream(run / "summary.json") << summary.dump();
+  std::ofstream records(run / "records.jsonl");
+  size_t renamed = 0;
+  for (json r : read_records(shipped / "records.jsonl").records) {
+    if (r["variant"] != "conv2d.constant") continue;
+    r["variant"] = "conv2d.constant_plugin";
+    r["candidate"] = candidate_name("conv2d.constant_plugin", r["config"]);
+    r["plugin"] = loaded[0]->provenance();
+    records << r.dump() << "\n";
+    ++renamed;
+  }
+  records.close();
+  ASSERT_GT(renamed, 0u);
+  export_run(run);
+  const json table = read_json(run / "dispatch.json");
+  ASSERT_FALSE(table["entries"].empty());
+  for (const auto& e : table["entries"]) EXPECT_EQ(e["variant"], "conv2d.constant_plugin");
+  ASSERT_EQ(table["plugins"].size(), 1u);
+  EXPECT_EQ(table["plugins"][0]["sources"]["kernel.cuh"], loaded[0]->manifest().sources.at("kernel.cuh"));
+  const Problem p = Problem::from_json(table["entries"][0]["problem"]);
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Lookup exact = lookup(table, p, &dev);
+  EXPECT_EQ(exact.rule, "exact");
+  EXPECT_EQ(exact.entry["variant"], "conv2d.constant_plugin");
+  // A shape the run did not measure, on this device: a plug-in candidate that can run it (can_implement).
+  const Lookup unseen = lookup(table, conv2d(777, 1500, p.at("r")), &dev);
+  EXPECT_EQ(unseen.entry["variant"], "conv2d.constant_plugin") << unseen.rule;
+  // The table alone brings the plug-in back (the same version: nothing changes).
+  EXPECT_EQ(load_plugins((run / "dispatch.json").string()).size(), loaded_plugins().size());
 }
