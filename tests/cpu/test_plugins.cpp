@@ -396,3 +396,27 @@ TEST(Plugins, ARunOfAPluginExportsATableThatCarriesItAndLooksItUp) {
   // The table alone brings the plug-in back (the same version: nothing changes).
   EXPECT_EQ(load_plugins((run / "dispatch.json").string()).size(), loaded_plugins().size());
 }
+
+// A plug-in of several files: the compiled one #includes its own header and an embedded helper by name, and
+// the cache key follows the header's text.
+TEST(Plugins, SourcesIncludeTheirHeadersAndEmbeddedHelpers) {
+  if (!expressions_available()) GTEST_SKIP() << expressions_hint();
+  const fs::path dir = scratch("headers");
+  write_plugin_template("conv2d", "with_header", dir);
+  json m = json::parse(read_text(dir / "plugin.json"));
+  m["sources"] = {"kernel.cuh", "tap.cuh"};
+  std::ofstream(dir / "plugin.json") << m.dump(2);
+  std::string kernel = read_text(dir / "kernel.cuh");
+  kernel.replace(kernel.find("acc += c_filter[i * FW + j] * in[(long long)y * w + x];"), 55,
+                 "acc = tap(acc, c_filter[i * FW + j], in[(long long)y * w + x]);");
+  std::ofstream(dir / "kernel.cuh") << "#include \"tap.cuh\"\n#include \"async_copy.cuh\"\n" << kernel;
+  std::ofstream(dir / "tap.cuh") << "__device__ inline float tap(float acc, float f, float x) { return fmaf(f, x, acc); }\n";
+  const PluginVariant& v = *load_plugins(dir.string()).at(0);
+  const JitProgram prog = v.programs(conv2d(64, 64, 2), {{"block_x", 32}, {"block_y", 4}}).at(0);
+  EXPECT_NO_THROW(nvrtc_compile(prog, "sm_90"));
+  JitCache a(dir / "cache", "sm_90");
+  a.cubin(prog);
+  EXPECT_EQ(a.compiles(), 1);
+  a.cubin(prog);
+  EXPECT_EQ(a.hits(), 1);  // the same texts: from the disk cache
+}
