@@ -16,6 +16,9 @@ t0=$(date +%s)
 step build
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >"$out/cmake.log" 2>&1 || { tail -20 "$out/cmake.log"; exit 1; }
 grep -i muparser "$out/cmake.log" | tee -a "$out/steps.log"
+if grep -q "muparser not found" "$out/cmake.log"; then
+  echo "muparser is missing here: run 'bash scripts/deps.sh muparser' on a machine with apt and carry .deps/muparser"; exit 1
+fi
 cmake --build build -j "$(nproc)" >"$out/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$out/build.log" | head -40; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$out/steps.log"
 ct=./build/convtune
@@ -50,7 +53,7 @@ $ct best "$run" >"$out/best.txt" 2>&1
 timeout 120 $ct plot "$run" >"$out/plot.log" 2>&1; echo "plot rc=$?" | tee -a "$out/steps.log"
 cp "$run/dispatch.json" "$out/dispatch-mixed.json"
 if command -v ncu >/dev/null || [ -x /usr/local/cuda/bin/ncu ]; then
-  timeout 180 $ct profile "$run" --candidate my2d --problem h=4096 --no-libraries >"$out/profile.log" 2>&1
+  timeout 150 $ct profile "$run" --candidate my2d --problem h=4096,r=3 --no-libraries >"$out/profile.log" 2>&1
   echo "profile rc=$?" | tee -a "$out/steps.log"
 fi
 
