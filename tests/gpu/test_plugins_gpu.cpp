@@ -10,6 +10,7 @@
 
 #include "harness/device.h"
 #include "harness/family.h"
+#include "harness/jit_runtime_source.h"
 #include "harness/plugin.h"
 #include "harness/plugin_template.h"
 #include "harness/records.h"
@@ -37,7 +38,8 @@ fs::path scratch(const std::string& name) {
   return dir;
 }
 
-// The family's template under `name`, its kernel text changed by `edit`, loaded.
+// The family's template under `name`, its kernel text changed by `edit`, ready to run but not registered: the
+// GPU suite is one process, and the other tests walk the registry (a wrong plug-in there would fail them).
 const PluginVariant& template_plugin(const std::string& family, const std::string& name,
                                      const std::function<void(std::string&)>& edit = {}) {
   const fs::path dir = scratch(name);
@@ -48,7 +50,13 @@ const PluginVariant& template_plugin(const std::string& family, const std::strin
     edit(text);
     std::ofstream(dir / "kernel.cuh") << text;
   }
-  return *load_plugins(dir.string()).at(0);
+  static std::vector<std::unique_ptr<PluginVariant>> kept;
+  kept.push_back(std::make_unique<PluginVariant>(read_plugin_folder(dir)));
+  const PluginManifest& m = kept.back()->manifest();
+  std::map<std::string, std::string> headers = m.sources;
+  headers.erase(m.main_source);
+  add_runtime_source(kept.back()->jit_source(), m.sources.at(m.main_source), headers);
+  return *kept.back();
 }
 
 }  // namespace
