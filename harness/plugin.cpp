@@ -116,6 +116,11 @@ Status evaluate_launch(const PluginManifest& m, const Symbols& s, const DeviceIn
 // Evaluates a candidate: its constraints, then its launch. Throws nothing a manifest can cause.
 Status evaluate(const PluginManifest& m, const Problem& p, const Config& c, const DeviceInfo& dev, PluginLaunch* out) {
   if (p.family != m.family) return Status::no("not a " + m.family + " problem");
+  const std::vector<Operand> operands = p.operands();
+  std::vector<std::string> names;
+  for (const auto& o : operands) names.push_back(o.name);
+  if (names != m.operands)
+    return Status::no("this problem's operands are " + json(names).dump() + ", the kernel takes " + json(m.operands).dump());
   std::string why;
   const Symbols s = candidate_symbols(m, p, c, dev, &why);
   if (!why.empty()) return Status::no(why);

@@ -245,6 +245,7 @@ class ManifestReader {
       fail("operands", o.dump(), m_->family + " has " + std::to_string(names.size()) + " operands, in this order: " + allowed);
     for (size_t i = 0; i < names.size(); ++i)
       if (o[i] != names[i]) fail("operands[" + std::to_string(i) + "]", o[i].dump(), "the family's operands in order: " + allowed);
+    m_->operands = names;
     if (!j_.contains("constants")) return;
     const json& c = j_["constants"];
     if (!c.is_object()) fail("constants", c.dump(), "allowed: an object {__constant__ symbol: operand}");

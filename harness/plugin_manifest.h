@@ -56,6 +56,7 @@ struct PluginManifest {
   std::vector<NamedExpr> defines;
   std::array<std::shared_ptr<const Expr>, 3> grid, block;
   std::shared_ptr<const Expr> dynamic_smem;
+  std::vector<std::string> operands;                 // the kernel's pointer arguments, the family's order
   std::vector<std::shared_ptr<const Expr>> scalars;
   bool scalars_int64 = false;
   std::vector<std::pair<std::string, int>> constants;  // __constant__ symbol -> operand index

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Plug-in variants on the GPU, in one device call (issue 37). Carry .deps/muparser (made here by
 # `bash scripts/deps.sh muparser`) unless the machine has libmuparser-dev. It builds, writes the new-variant
-# template of conv2d and conv1d, runs the plug-in GPU tests, sweeps both plug-ins beside the built-in kernel
-# each imitates, and examples/plugins/conv2d_constant (conv2d.constant's kernel as a plug-in) beside conv2d.constant (every candidate verified against the float64 reference), exports the table, plots the run,
-# sweeps the plug-ins alone and runs their table's choices through the runtime library, then prints a table.
-# Logs under $OUT (default /tmp/convtune-plugins-out) as plugins-logs.tar.gz and the summary table.
+# templates of conv2d, conv1d and layer_fwd, runs the plug-in GPU tests, sweeps the conv2d and conv1d plug-ins
+# beside the built-in kernels they imitate, examples/plugins/conv2d_constant (conv2d.constant's kernel as a
+# plug-in) beside conv2d.constant, and the layer plug-in (every candidate verified against the float64
+# reference), exports the table, plots and profiles the run, sweeps the plug-ins alone and runs their table's
+# choices through the runtime library on shapes measured and not, then prints a table.
+# Logs under $OUT (default /tmp/convtune-plugins-out): plugins-logs.tar.gz and table.txt.
 set -uo pipefail
 top=${OUT:-/tmp/convtune-plugins-out}
 out=$top/logs
@@ -23,8 +25,9 @@ cmake --build build -j "$(nproc)" >"$out/build.log" 2>&1 || { grep -E "error|FAI
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$out/steps.log"
 ct=./build/convtune
 
-step "new-variant conv2d my2d, conv1d my1d"
-$ct new-variant conv2d my2d -o "$work/my2d" && $ct new-variant conv1d my1d -o "$work/my1d" || exit 1
+step "new-variant conv2d my2d, conv1d my1d, layer_fwd mylayer"
+$ct new-variant conv2d my2d -o "$work/my2d" && $ct new-variant conv1d my1d -o "$work/my1d" &&
+  $ct new-variant layer_fwd mylayer -o "$work/mylayer" || exit 1
 $ct list --family conv2d --plugins "$work/my2d" | grep -A3 "conv2d.my2d" | tee -a "$out/steps.log"
 
 step "GPU tests of plug-ins"
@@ -33,12 +36,14 @@ echo "gpu tests rc=$?" | tee -a "$out/steps.log"
 grep -E "^\[  (PASSED|FAILED|SKIPPED) |\[  FAILED|\[       OK" "$out/gpu_tests.log" | tee -a "$out/steps.log"
 
 # The plug-ins beside the built-ins they imitate (conv2d.constant: one thread an output, filter in constant
-# memory; conv1d.direct), awkward and real sizes, both conv1d modes.
+# memory; conv1d.direct), awkward and real sizes, both conv1d modes; the layer template alone (with and without ReLU).
 cat >"$work/spec.json" <<JSON
-{"name": "plugins", "plugins": ["$work/my2d", "$work/my1d", "$PWD/examples/plugins/conv2d_constant"],
+{"name": "plugins", "plugins": ["$work/my2d", "$work/my1d", "$work/mylayer", "$PWD/examples/plugins/conv2d_constant"],
  "problems": [{"family": "conv2d", "h": 1000, "w": 999, "r": [1, 3]}, {"family": "conv2d", "h": 4096, "w": 4096, "r": [1, 3, 7]},
-              {"family": "conv1d", "n": [100003, 16777216], "m": 129, "mode": [0, 1]}],
- "variants": ["conv2d.my2d", "conv2d.constant", "conv2d.constant_plugin", "conv1d.my1d", "conv1d.direct"],
+              {"family": "conv1d", "n": [100003, 16777216], "m": 129, "mode": [0, 1]},
+              {"family": "layer_fwd", "n": 8, "c": 64, "h": 28, "w": 28, "k": 64, "r": 3, "s": 3, "pad_h": 1, "pad_w": 1,
+               "relu": [0, 1]}],
+ "variants": ["conv2d.my2d", "conv2d.constant", "conv2d.constant_plugin", "conv1d.my1d", "conv1d.direct", "layer_fwd.mylayer"],
  "params": {"conv2d.constant": {"block_x": [32, 64], "block_y": [4, 8]},
             "conv2d.constant_plugin": {"block_x": [32, 64], "block_y": [4, 8]}},
  "measure": {"cold": true, "max_rel_stderr": 0.02, "time_cap_s": 0.3}}
@@ -60,8 +65,9 @@ fi
 # The plug-ins alone: their table names only them, so the runtime must run a plug-in candidate.
 python3 - "$work/spec.json" "$work/alone.json" <<'PY'
 import json, sys
-s = json.load(open(sys.argv[1])); s["name"] = "alone"; s["variants"] = ["conv2d.my2d", "conv1d.my1d"]
-s["problems"] = [{"family": "conv2d", "h": 1024, "w": 1024, "r": 2}, {"family": "conv1d", "n": 1000000, "m": 33, "mode": 1}]
+s = json.load(open(sys.argv[1])); s["name"] = "alone"; s["variants"] = ["conv2d.my2d", "conv1d.my1d", "layer_fwd.mylayer"]
+s["problems"] = [{"family": "conv2d", "h": 1024, "w": 1024, "r": 2}, {"family": "conv1d", "n": 1000000, "m": 33, "mode": 1},
+                 {"family": "layer_fwd", "n": 4, "c": 32, "h": 28, "w": 28, "k": 32, "r": 3, "s": 3, "pad_h": 1, "pad_w": 1}]
 json.dump(s, open(sys.argv[2], "w"))
 PY
 step "sweep the plug-ins alone, then the runtime library on their table"
@@ -72,7 +78,8 @@ python3 -c "import json,sys; t=json.load(open(sys.argv[1])); print('dispatch.jso
 # A fresh process and an empty JIT cache: the table alone must be enough (its plug-in sources are in it).
 rt_rc=0
 for args in "conv2d h=1024 w=1024 r=2 --expect conv2d.my2d" "conv2d h=777 w=1500 r=2 --expect conv2d.my2d" \
-            "conv1d n=1000000 m=33 mode=1 --expect conv1d.my1d"; do
+            "conv1d n=1000000 m=33 mode=1 --expect conv1d.my1d" \
+            "layer_fwd n=2 c=8 h=17 w=19 k=5 r=3 s=3 pad_h=1 pad_w=1 --expect layer_fwd.mylayer"; do
   CONVTUNE_CACHE_DIR=/tmp/convtune-jit-fresh ./build/plugin_runtime_app "$alone/dispatch.json" $args 2>&1 | tee -a "$out/runtime.log" || rt_rc=1
 done
 echo "runtime rc=$rt_rc" | tee -a "$out/steps.log"
