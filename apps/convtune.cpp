@@ -553,6 +553,12 @@ int finish_sweep(const SweepResult& r, const SweepFlags& f) {
 int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vector<std::string>& argv) {
   if (f.worker_for.empty()) use_plugins(f.plugins, f.resume);  // a worker has them from its environment
   SweepSpec spec = SweepSpec::load(spec_path);
+  if (f.worker_for.empty() && spec.source.contains("plugins")) {  // for --profile-best's worker, which reads no spec
+    std::vector<std::string> paths;  // relative to the spec's folder, as SweepSpec::load resolves them
+    for (const auto& p : spec.source["plugins"])
+      paths.push_back((std::filesystem::path(spec_path).parent_path() / p.get<std::string>()).lexically_normal().string());
+    add_plugins_to_environment(paths);
+  }
   if (f.hot) spec.measure.cold = false;
   SweepOptions opt;
   opt.results_root = f.results;
