@@ -16,6 +16,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Where the device is not known (cost, tolerance, defines): an H100's limits, as planning without a GPU uses.
+const DeviceInfo& planning_device() {
+  static const DeviceInfo offline = DeviceInfo::offline_sm90();
+  return offline;
+}
+
 Symbols device_symbols(const DeviceInfo& d) {
   return {{"max_threads_per_block", d.max_threads_per_block}, {"max_threads_per_sm", d.max_threads_per_sm},
           {"max_smem_per_block", d.max_smem_per_block},       {"max_smem_per_block_optin", d.max_smem_per_block_optin},
@@ -197,7 +203,7 @@ Status PluginVariant::can_implement(const Problem& p, const Config& c, const Dev
 Cost PluginVariant::cost(const Problem& p, const Config& c) const {
   Cost cost{p.direct_flops(), p.direct_flops(), p.min_bytes(), p.min_bytes()};
   std::string why;
-  const Symbols s = candidate_symbols(*m_, p, c, DeviceInfo::offline_sm90(), &why);
+  const Symbols s = candidate_symbols(*m_, p, c, planning_device(), &why);
   if (!why.empty()) return cost;
   if (m_->flops) cost.flops_variant = m_->flops->eval(s);
   if (m_->bytes_model) cost.bytes_model = m_->bytes_model->eval(s);
@@ -207,7 +213,7 @@ Cost PluginVariant::cost(const Problem& p, const Config& c) const {
 Tolerance PluginVariant::tolerance(const Problem& p, const Config& c) const {
   Tolerance t = kDirectFp32Tolerance;
   std::string why;
-  const Symbols s = candidate_symbols(*m_, p, c, DeviceInfo::offline_sm90(), &why);
+  const Symbols s = candidate_symbols(*m_, p, c, planning_device(), &why);
   if (!why.empty()) return t;
   if (m_->rel_l2) t.rel_l2 = m_->rel_l2->eval(s);
   if (m_->max_rel) t.max_rel = m_->max_rel->eval(s);
@@ -218,7 +224,7 @@ std::string PluginVariant::jit_source() const { return "plugin." + m_->variant +
 
 std::vector<JitProgram> PluginVariant::programs(const Problem& p, const Config& c) const {
   std::string why;
-  const Symbols s = candidate_symbols(*m_, p, c, DeviceInfo::offline_sm90(), &why);
+  const Symbols s = candidate_symbols(*m_, p, c, planning_device(), &why);
   std::vector<std::string> defines;
   const Status ok = why.empty() ? evaluate_defines(*m_, s, &defines) : Status::no(why);
   if (!ok) throw std::logic_error(name() + ": no program for a config it cannot run: " + ok.reason);
