@@ -21,6 +21,8 @@
 #include "harness/fleet.h"
 #include "harness/gpu_set.h"
 #include "harness/pack.h"
+#include "harness/plugin.h"
+#include "harness/plugin_template.h"
 #include "harness/profile.h"
 #include "harness/records.h"
 #include "harness/replay.h"
@@ -86,6 +88,26 @@ int cmd_devices(bool as_json, bool ceilings) {
   return 0;
 }
 
+// --plugins: its errors name the flag (a manifest's name their file).
+void load_cli_plugins(const std::vector<std::string>& paths) {
+  try {
+    load_plugins(paths);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--plugins: ") + e.what());
+  }
+}
+
+// The plug-ins a command names, and those a run folder's summary carries: loaded here and passed on to the
+// worker processes this one starts (CONVTUNE_PLUGINS).
+void use_plugins(std::vector<std::string> paths, const std::string& run_folder) {
+  if (!run_folder.empty() && std::filesystem::exists(std::filesystem::path(run_folder) / "summary.json") &&
+      read_json(std::filesystem::path(run_folder) / "summary.json").contains("plugins"))
+    paths.push_back(run_folder);
+  if (paths.empty()) return;
+  load_cli_plugins(paths);
+  add_plugins_to_environment(paths);
+}
+
 int cmd_list(const std::string& family, const std::string& problem_text, bool as_json) {
   const DeviceInfo dev = DeviceInfo::count() > 0 ? DeviceInfo::query(0) : DeviceInfo::offline_sm90();
   Problem problem;
@@ -99,6 +121,7 @@ int cmd_list(const std::string& family, const std::string& problem_text, bool as
     const Problem p = have_problem ? problem : example_problem(v->family());
     json j = {{"name", v->name()}, {"family", v->family()}, {"summary", v->summary()},
               {"library", v->library()}};
+    if (const auto* plugin = dynamic_cast<const PluginVariant*>(v)) j["plugin"] = plugin->provenance();
     j["params"] = v->space(p, dev).to_json();
     if (have_problem) {
       size_t ok = 0, total = 0;
@@ -116,8 +139,11 @@ int cmd_list(const std::string& family, const std::string& problem_text, bool as
     return 0;
   }
   for (const auto& j : out) {
-    std::cout << j["name"].get<std::string>() << (j["library"].get<bool>() ? "  (library)" : "") << "\n    "
-              << j["summary"].get<std::string>() << "\n";
+    std::cout << j["name"].get<std::string>() << (j["library"].get<bool>() ? "  (library)" : "")
+              << (j.contains("plugin") ? "  (plug-in " + j["plugin"]["manifest"].get<std::string>() + ", source " +
+                                             j["plugin"]["source_hash"].get<std::string>() + ")"
+                                       : "")
+              << "\n    " << j["summary"].get<std::string>() << "\n";
     for (const auto& p : j["params"]) {
       std::cout << "    " << p["name"].get<std::string>() << ": ";
       std::string vals;
@@ -432,6 +458,7 @@ int cmd_profile(const std::string& folder, const std::string& worker_targets, co
                 ProfileOptions opt) {
   if (!worker_targets.empty()) return run_profile_worker(worker_targets, opt.device);
   if (folder.empty()) throw InputError("profile: give a run folder (results/<gpu>/<run>)");
+  use_plugins({}, folder);
   if (!records_file_exists(std::filesystem::path(folder) / "records.jsonl"))
     throw InputError("profile: " + folder + " is not a run folder (no records.jsonl or records.jsonl.gz)");
   const auto read = read_records(std::filesystem::path(folder) / "records.jsonl");
@@ -477,6 +504,7 @@ struct SweepFlags {
   bool dry_run = false, hot = false, in_process = false, quiet = false, no_ceilings = false, plot = false,
        profile_best = false, as_json = false, split_by_model = false, worker_prepare = false;
   std::string resume, results = "results", worker_for, shard, devices;
+  std::vector<std::string> plugins;
   uint64_t seed = 0;
   int worker_gpu = 0;
 };
@@ -523,7 +551,14 @@ int finish_sweep(const SweepResult& r, const SweepFlags& f) {
 }
 
 int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vector<std::string>& argv) {
+  if (f.worker_for.empty()) use_plugins(f.plugins, f.resume);  // a worker has them from its environment
   SweepSpec spec = SweepSpec::load(spec_path);
+  if (f.worker_for.empty() && spec.source.contains("plugins")) {  // for --profile-best's worker, which reads no spec
+    std::vector<std::string> paths;  // relative to the spec's folder, as SweepSpec::load resolves them
+    for (const auto& p : spec.source["plugins"])
+      paths.push_back((std::filesystem::path(spec_path).parent_path() / p.get<std::string>()).lexically_normal().string());
+    add_plugins_to_environment(paths);
+  }
   if (f.hot) spec.measure.cold = false;
   SweepOptions opt;
   opt.results_root = f.results;
@@ -629,6 +664,10 @@ int main(int argc, char** argv) {
   list->add_option("--family", family, "only this family");
   list->add_option("--problem", problem, "show how many configs fit this problem, e.g. conv2d:h=8192,w=8192,r=3");
   list->add_flag("--json", as_json, "print JSON");
+  std::vector<std::string> plugin_paths;
+  const std::string plugins_help = "plug-in folders (plugin.json and kernels; see convtune new-variant), or run folders "
+                                   "or dispatch tables carrying plug-ins";
+  list->add_option("--plugins", plugin_paths, plugins_help);
 
   bool hot = false;
   double time_cap = 2.0;
@@ -638,6 +677,7 @@ int main(int argc, char** argv) {
   run->add_option("--problem", problem, "family:dims, e.g. conv2d:h=8192,w=8192,r=3")->required();
   run->add_option("--config", config, "name=value,... (unnamed parameters take their first value)");
   run->add_flag("--hot", hot, "do not flush L2 before each sample");
+  run->add_option("--plugins", plugin_paths, plugins_help);
   run->add_option("--time-cap", time_cap, "seconds of sampling at most, in (0, 3600]")->check(seconds_up_to(3600));
 
   SweepFlags sf;
@@ -659,6 +699,7 @@ int main(int argc, char** argv) {
                                              "such as 0,2,3 (default: GPU 0)");
   sweep->add_flag("--split-by-model", sf.split_by_model, "with --devices over several GPU models: one run folder per "
                                                           "model (otherwise refused)");
+  sweep->add_option("--plugins", sf.plugins, plugins_help);
   sweep->add_option("--worker-for", sf.worker_for, "internal: run as the supervised worker of this run folder");
   sweep->add_option("--worker-gpu", sf.worker_gpu, "internal: the GPU index the worker's records carry")->group("");
   sweep->add_flag("--worker-prepare", sf.worker_prepare, "internal: the worker only prepares the run folder")->group("");
@@ -693,6 +734,13 @@ int main(int argc, char** argv) {
   profile->add_option("--timeout", popt.timeout_s, "seconds one problem's ncu session may take (default 900)")
       ->check(seconds_up_to(86400));
   profile->add_option("--worker", worker_targets, "internal: the process ncu runs")->group("");
+
+  std::string new_family, new_name, new_dir;
+  auto* new_variant = app.add_subcommand("new-variant", "write a minimal working plug-in of a family (a plain kernel and "
+                                                        "its manifest) to tune from: docs/PLUGINS.md");
+  new_variant->add_option("family", new_family, "the family")->required();
+  new_variant->add_option("name", new_name, "the variant's name after '<family>.'")->required();
+  new_variant->add_option("-o,--output", new_dir, "the plug-in's folder (new, or without plugin.json and kernel.cuh)")->required();
 
   std::vector<std::string> merge_runs_in;
   std::string merge_out;
@@ -763,6 +811,14 @@ int main(int argc, char** argv) {
   }
 
   try {
+    load_plugins_from_environment();
+    load_cli_plugins(plugin_paths);
+    if (*new_variant) {
+      write_plugin_template(new_family, new_name, new_dir);
+      std::cout << (std::filesystem::path(new_dir) / "plugin.json").string() << "\n"
+                << (std::filesystem::path(new_dir) / "kernel.cuh").string() << "\n";
+      return 0;
+    }
     if (*devices) return cmd_devices(as_json, !no_ceilings);
     if (*list) return cmd_list(family, problem, as_json);
     if (*run) return cmd_run(variant, problem, config, hot, time_cap);
@@ -783,6 +839,8 @@ int main(int argc, char** argv) {
       if (!fleet) std::cout << (where / "t4.json").string() << " (every record in the T4 format)\n";
       return 0;
     }
+    if (*check) use_plugins({}, check_run);  // whether a plug-in the table chose can run there
+    if (*replay) use_plugins({}, folder);
     if (*check && !cv_runs.empty()) return cmd_cross_validate(cv_runs, cv_folds, check_table, as_json);
     if (*check) return cmd_check_dispatch(check_table, check_run, as_json);
     if (*replay) return cmd_replay(folder, strategies, trials, budget, as_json);

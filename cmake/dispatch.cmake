@@ -13,6 +13,9 @@ target_link_libraries(convtune_runtime PUBLIC CUDA::cudart
 if(XGBOOST_INCLUDE_DIR AND XGBOOST_LIBRARY)  # the core's export fits models (the runtime only reads them)
   target_link_libraries(convtune_runtime PUBLIC ${XGBOOST_LIBRARY})
 endif()
+if(MUPARSER_INCLUDE_DIR AND MUPARSER_LIBRARY)  # the core's objects evaluate the plug-ins a table carries
+  target_link_libraries(convtune_runtime PUBLIC ${MUPARSER_LIBRARY})
+endif()
 if(ZLIB_FOUND)  # the core's objects read packed run folders
   target_link_libraries(convtune_runtime PRIVATE ZLIB::ZLIB)
 endif()
@@ -60,3 +63,8 @@ set_tests_properties(export_app PROPERTIES LABELS cpu)
 add_executable(conv2d_app examples/conv2d_app.cpp)
 target_compile_options(conv2d_app PRIVATE -Wall -Wextra)
 target_link_libraries(conv2d_app PRIVATE convtune::runtime)
+
+# The runtime running a plug-in candidate a table names (scripts/gpu_plugins.sh); the harness only for its reference.
+add_executable(plugin_runtime_app tests/plugin_app/plugin_runtime_app.cpp)
+target_include_directories(plugin_runtime_app PRIVATE ${CMAKE_SOURCE_DIR} $<TARGET_PROPERTY:convtune_core,INTERFACE_INCLUDE_DIRECTORIES>)
+target_link_libraries(plugin_runtime_app PRIVATE convtune::runtime nlohmann_json::nlohmann_json)

@@ -18,6 +18,7 @@
 #include "harness/jit.h"
 #include "harness/json_file.h"
 #include "harness/perf_model.h"
+#include "harness/plugin.h"
 #include "harness/variant.h"
 
 namespace convtune {
@@ -193,6 +194,8 @@ json make_dispatch(const json& summary, const std::vector<json>& records, bool w
     json model = fit_models(table, all, ModelOptions::from_env());
     if (!model.is_null()) table["model"] = std::move(model);
   }
+  // The plug-ins the table names travel in it (manifest and sources): the runtime library needs nothing else.
+  if (const json plugins = plugins_named_by(table, summary); !plugins.empty()) table["plugins"] = plugins;
   return table;
 }
 

@@ -1,4 +1,5 @@
 #include "harness/jit.h"
+#include "harness/jit_runtime_source.h"
 
 #include <nvrtc.h>
 #include <unistd.h>
@@ -18,11 +19,39 @@
 
 namespace convtune {
 
+namespace {
+struct RuntimeSource {
+  std::string text;
+  std::map<std::string, std::string> headers;
+};
+std::mutex runtime_mutex;
+// Entries are never removed or changed, so references into the map stay valid without the lock.
+std::map<std::string, RuntimeSource>& runtime_sources() {
+  static std::map<std::string, RuntimeSource> sources;
+  return sources;
+}
+const RuntimeSource* find_runtime_source(const std::string& name) {
+  std::lock_guard<std::mutex> lock(runtime_mutex);
+  auto it = runtime_sources().find(name);
+  return it == runtime_sources().end() ? nullptr : &it->second;
+}
+}  // namespace
+
+void add_runtime_source(const std::string& name, const std::string& text,
+                        const std::map<std::string, std::string>& headers) {
+  if (embedded_sources().count(name)) throw std::logic_error("runtime source '" + name + "' names an embedded one");
+  std::lock_guard<std::mutex> lock(runtime_mutex);
+  auto [it, added] = runtime_sources().emplace(name, RuntimeSource{text, headers});
+  if (!added && (it->second.text != text || it->second.headers != headers))
+    throw std::logic_error("runtime source '" + name + "' added twice with different texts");
+}
+
 const std::string& embedded_source(const std::string& name) {
   const auto& all = embedded_sources();
   auto it = all.find(name);
-  if (it == all.end()) throw std::logic_error("no embedded kernel source named '" + name + "'");
-  return it->second;
+  if (it != all.end()) return it->second;
+  if (const RuntimeSource* r = find_runtime_source(name)) return r->text;
+  throw std::logic_error("no embedded kernel source named '" + name + "'");
 }
 
 std::string JitProgram::describe() const {
@@ -63,15 +92,43 @@ const std::vector<std::string>& included_sources(const std::string& source) {
   return by_source.at(source);
 }
 
+// Every header NVRTC gets for `source`, as (include name, text): a runtime source's own files, then the
+// embedded sources it or they #include.
+static std::vector<std::pair<std::string, std::string>> program_headers(const std::string& source) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const RuntimeSource* runtime = find_runtime_source(source);
+  if (!runtime) {
+    for (const auto& h : included_sources(source)) out.emplace_back(h, embedded_source(h));
+    return out;
+  }
+  std::set<std::string> seen;
+  for (const auto& [name, text] : runtime->headers) out.emplace_back(name, text), seen.insert(name);
+  std::vector<std::string> texts = {runtime->text};
+  for (const auto& [name, text] : runtime->headers) texts.push_back(text);
+  for (const auto& text : texts) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      const auto at = line.find("#include \"");
+      if (at == std::string::npos) continue;
+      const std::string inc = line.substr(at + 10, line.find('"', at + 10) - at - 10);
+      if (!embedded_sources().count(inc)) continue;
+      if (seen.insert(inc).second) out.emplace_back(inc, embedded_source(inc));
+      for (const auto& deeper : included_sources(inc))
+        if (seen.insert(deeper).second) out.emplace_back(deeper, embedded_source(deeper));
+    }
+  }
+  return out;
+}
+
 std::string jit_target(const std::string& arch) { return arch == "sm_90" ? "sm_90a" : arch; }
 
 std::vector<char> nvrtc_compile(const JitProgram& program, const std::string& arch, std::string* log_out) {
   const std::string& text = embedded_source(program.source);
-  const std::vector<std::string>& headers = included_sources(program.source);
+  const auto headers = program_headers(program.source);
   std::vector<const char*> header_texts, header_names;
-  for (const auto& h : headers) {
-    header_texts.push_back(embedded_source(h).c_str());
-    header_names.push_back(h.c_str());
+  for (const auto& [name, header] : headers) {
+    header_texts.push_back(header.c_str());
+    header_names.push_back(name.c_str());
   }
   nvrtcProgram prog = nullptr;
   CT_NVRTC(nvrtcCreateProgram(&prog, text.c_str(), program.source.c_str(), int(headers.size()), header_texts.data(),
@@ -170,7 +227,7 @@ std::string JitCache::key(const JitProgram& program) const {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   std::string material = embedded_source(program.source);
-  for (const auto& h : included_sources(program.source)) material += '\0' + embedded_source(h);
+  for (const auto& header : program_headers(program.source)) material += '\0' + header.second;
   material += '\0' + jit_target(arch_) + '\0' + std::to_string(major) + "." + std::to_string(minor);
   for (const auto& o : program.options) material += '\0' + o;
   uint64_t h = 1469598103934665603ULL;

@@ -11,6 +11,7 @@
 #include "harness/records.h"
 #include "harness/family.h"
 #include "harness/nvtx.h"
+#include "harness/plugin.h"
 
 namespace convtune {
 
@@ -113,6 +114,7 @@ json Runner::skeleton(const Variant& v, const Problem& p, const Config& c, const
   // floor_ms; this one says how close it runs to the limit of the work it does.
   r["floor_own_ms"] = ceilings.floor_ms(cost.bytes_min, cost.flops_variant > 0 ? cost.flops_variant : cost.flops);
   r["complexity"] = v.complexity();
+  if (const auto* plugin = dynamic_cast<const PluginVariant*>(&v)) r["plugin"] = plugin->provenance();
   r["timestamp"] = now_iso();
   r["status"] = status::ok;
   return r;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "harness/error.h"
+#include "harness/plugin.h"
 #include "harness/records.h"
 #include "harness/run_summary.h"
 #include "harness/spec.h"
@@ -118,7 +119,10 @@ void check_compatible(const ShardRun& a, const ShardRun& b) {
 std::set<std::string> planned_keys(const json& summary, bool& by_problem) {
   if (!summary.contains("spec") || !summary.contains("device"))
     throw InputError("merge: the shards' summary.json has no spec or device block (made by an older convtune?)");
-  const SweepSpec spec = SweepSpec::parse(summary["spec"]);
+  load_plugin_bundles(summary, "merge: summary.json");  // the run's plug-ins as they were measured
+  json spec_source = summary["spec"];
+  spec_source.erase("plugins");  // folders relative to a spec file that need not be beside this run
+  const SweepSpec spec = SweepSpec::parse(spec_source);
   by_problem = shard_by_problem(spec.strategy);
   std::set<std::string> keys;
   for (const auto& c : make_plan(spec, DeviceInfo::from_json(summary["device"])).candidates)

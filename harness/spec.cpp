@@ -8,6 +8,7 @@
 
 #include "harness/error.h"
 #include "harness/family.h"
+#include "harness/plugin.h"
 #include "harness/strategy.h"
 
 namespace convtune {
@@ -80,16 +81,31 @@ std::vector<Problem> expand_problems(const json& entry, const std::string& where
   return out;
 }
 
+// spec.plugins: plug-in folders (harness/plugin.h), registered like built-in variants.
+static void load_spec_plugins(const json& list) {
+  if (!list.is_array()) throw InputError("spec.plugins: " + list.dump() + " is not allowed; allowed: a list of plug-in folders");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = "spec.plugins[" + std::to_string(i) + "]";
+    if (!list[i].is_string()) throw InputError(where + ": " + list[i].dump() + " is not allowed; allowed: a folder path");
+    try {
+      load_plugins(list[i].get<std::string>());
+    } catch (const InputError& e) {
+      throw InputError(where + ": " + e.what());
+    }
+  }
+}
+
 SweepSpec SweepSpec::parse(const json& j) {
   if (!j.is_object()) throw InputError("spec: must be a JSON object");
   static const std::set<std::string> allowed = {"name", "description", "problems", "variants", "params",
-                                                "strategy", "budget", "measure"};
+                                                "strategy", "budget", "measure", "plugins"};
   for (const auto& [k, v] : j.items()) {
     (void)v;
     if (!allowed.count(k))
       throw InputError("spec." + k + ": unknown field; allowed: name, description, problems, variants, params, "
-                       "strategy, budget, measure");
+                       "strategy, budget, measure, plugins");
   }
+  if (j.contains("plugins")) load_spec_plugins(j["plugins"]);  // before the variants are matched
   SweepSpec s;
   s.source = j;
   if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
@@ -187,7 +203,14 @@ SweepSpec SweepSpec::load(const std::string& path) {
   } catch (const json::parse_error& e) {
     throw InputError("spec: " + path + " is not valid JSON: " + e.what());
   }
-  return parse(j);
+  if (!j.is_object() || !j.contains("plugins") || !j["plugins"].is_array()) return parse(j);
+  json resolved = j;  // plug-in folders are relative to the spec's own folder; the source keeps them as written
+  for (auto& p : resolved["plugins"])
+    if (p.is_string() && std::filesystem::path(p.get<std::string>()).is_relative())
+      p = (std::filesystem::path(path).parent_path() / p.get<std::string>()).lexically_normal().string();
+  SweepSpec s = parse(resolved);
+  s.source = j;
+  return s;
 }
 
 std::vector<const Variant*> SweepSpec::variants_for(const Problem& p) const {

@@ -28,6 +28,7 @@
 #include "harness/pack.h"
 #include "harness/records.h"
 #include "harness/replay.h"
+#include "harness/plugin.h"
 #include "harness/runner.h"
 #include "harness/strategy.h"
 #include "harness/work_claims.h"
@@ -101,10 +102,13 @@ static std::string timestamp_compact() {
 
 json make_summary(const SweepSpec& spec, const DeviceInfo& dev, const Ceilings& ceilings,
                   const std::vector<std::string>& argv) {
-  return {{"schema", kSchemaVersion}, {"tool", "convtune"},         {"version", CONVTUNE_VERSION},
+  json summary = {{"schema", kSchemaVersion}, {"tool", "convtune"},         {"version", CONVTUNE_VERSION},
           {"git_sha", CONVTUNE_GIT_SHA}, {"argv", argv},            {"spec", spec.source},
           {"device", dev.to_json()},  {"ceilings", ceilings.to_json()}, {"measure", spec.measure.to_json()},
           {"started", now_iso()}};
+  // The plug-ins' manifests and sources, so that export, profile and resume need only the run folder.
+  if (const json plugins = loaded_plugin_bundles(); !plugins.empty()) summary["plugins"] = plugins;
+  return summary;
 }
 
 void update_summary(const fs::path& folder, const std::function<void(json&)>& change) {

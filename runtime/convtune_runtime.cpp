@@ -14,6 +14,7 @@
 #include "harness/jit.h"
 #include "harness/records.h"
 #include "harness/json_file.h"
+#include "harness/plugin.h"
 #include "harness/variant.h"
 
 namespace convtune_runtime {
@@ -142,6 +143,11 @@ void Convolution::Impl::init(const std::string& dispatch_json_path, const std::s
     for (const convtune::Operand& o : m.problem.operands()) m.operands.push_back({o.name, o.elements});
 
     const json dispatch = convtune::read_json(dispatch_json_path);
+    try {  // the plug-ins the table carries; one that cannot load here leaves its entries to the fallbacks
+      convtune::load_plugin_bundles(dispatch, dispatch_json_path);
+    } catch (const convtune::InputError& e) {
+      std::cerr << "convtune_runtime: " << e.what() << "\n";
+    }
     int ordinal = 0;
     const bool have_gpu = convtune::DeviceInfo::count() > 0 && cudaGetDevice(&ordinal) == cudaSuccess;
     if (!have_gpu) cudaGetLastError();

@@ -7,6 +7,26 @@
 # CONVTUNE_DEPS_HIDE=cudnn takes the machine's cuDNN for missing (nothing is uninstalled).
 set -euo pipefail
 what=${1:-build}
+
+# `deps.sh muparser`: Debian's muparser (plug-in manifests' expressions) unpacked into .deps/muparser (git-ignored),
+# where CMake finds it: for a machine that cannot download (the GPU machine), fetch here and carry the folder.
+# Needs apt-get (any user: `apt-get download` writes into the current folder) and dpkg-deb.
+if [ "$what" = muparser ]; then
+  root=$(cd "$(dirname "$0")/.." && pwd)/.deps/muparser
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  (cd "$work" && apt-get download libmuparser-dev libmuparser2v5 >/dev/null) ||
+    { echo "deps: apt-get download libmuparser-dev libmuparser2v5 failed (needs Debian/Ubuntu package lists)" >&2; exit 1; }
+  for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$work/root"; done
+  rm -rf "$root" && mkdir -p "$root/include" "$root/lib"
+  cp "$work"/root/usr/include/muParser*.h "$root/include/"
+  # Real files, no links: a carried folder keeps them. The soname (libmuparser.so.2) is what the binary asks for.
+  lib=$(ls "$work"/root/usr/lib/*/libmuparser.so.2.* | head -1)
+  cp "$lib" "$root/lib/libmuparser.so.2"
+  cp "$lib" "$root/lib/libmuparser.so"
+  echo "deps: muparser in $root (carry .deps/muparser; CMake finds it there)"
+  exit 0
+fi
 dry_run=${CONVTUNE_DEPS_DRY_RUN:-0}
 
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
@@ -54,6 +74,13 @@ if ! have_header xgboost/c_api.h; then
       { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libxgboost-dev >/dev/null 2>&1; }; } ||
       echo "deps: libxgboost-dev could not be installed (optional: tables then carry no performance model)"
   else echo "deps: libxgboost-dev missing (optional: without it exported tables carry no performance model)"; fi
+fi
+
+# libmuparser-dev evaluates plug-in manifests (convtune --plugins). Optional the same way: without it the build goes
+# on and --plugins says how to get it (`deps.sh muparser` unpacks it into .deps/muparser for a machine without apt).
+if ! have_header muParser.h && [ ! -e "$(dirname "$0")/../.deps/muparser/include/muParser.h" ]; then
+  if [ ${#apt_missing[@]} -gt 0 ]; then apt_missing+=(libmuparser-dev)
+  else echo "deps: libmuparser-dev missing (optional: without it convtune loads no plug-in variants)"; fi
 fi
 
 if [ "$what" = test ]; then

@@ -1,0 +1,103 @@
+// Plug-in variants on the GPU: each family's new-variant template, as written, verifies against the family's
+// float64 reference on every test shape and config (the runner poisons the output and uses fresh inputs);
+// a wrong plug-in is recorded wrong_result, one that does not compile compile_error with NVRTC's log.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/device.h"
+#include "harness/family.h"
+#include "harness/jit_runtime_source.h"
+#include "harness/plugin.h"
+#include "harness/plugin_template.h"
+#include "harness/records.h"
+#include "harness/runner.h"
+
+using namespace convtune;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool have_gpu() { return DeviceInfo::count() > 0; }
+
+MeasureOptions quick() {
+  MeasureOptions m;
+  m.cold = false;
+  m.warmup = 1;
+  m.min_samples = 2;
+  m.max_samples = 2;
+  return m;
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("convtune-plugins-gpu-" + std::to_string(getpid())) / name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+// The family's template under `name`, its kernel text changed by `edit`, ready to run but not registered: the
+// GPU suite is one process, and the other tests walk the registry (a wrong plug-in there would fail them).
+const PluginVariant& template_plugin(const std::string& family, const std::string& name,
+                                     const std::function<void(std::string&)>& edit = {}) {
+  const fs::path dir = scratch(name);
+  write_plugin_template(family, name, dir);
+  if (edit) {
+    std::ifstream in(dir / "kernel.cuh");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    edit(text);
+    std::ofstream(dir / "kernel.cuh") << text;
+  }
+  static std::vector<std::unique_ptr<PluginVariant>> kept;
+  kept.push_back(std::make_unique<PluginVariant>(read_plugin_folder(dir)));
+  const PluginManifest& m = kept.back()->manifest();
+  std::map<std::string, std::string> headers = m.sources;
+  headers.erase(m.main_source);
+  add_runtime_source(kept.back()->jit_source(), m.sources.at(m.main_source), headers);
+  return *kept.back();
+}
+
+}  // namespace
+
+TEST(GpuPlugins, EveryTemplateVerifiesOnEveryTestShape) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
+  const DeviceInfo dev = DeviceInfo::query(0);
+  JitCache jit(JitCache::default_dir(), dev.arch());
+  Runner runner(dev, Ceilings{}, quick(), jit, 2026);
+  for (const auto& family : plugin_template_families()) {
+    const PluginVariant& v = template_plugin(family, "gpu_" + family);
+    int ok = 0;
+    for (const Problem& p : find_family(family).test_problems())
+      for (const Config& c : v.space(p, dev).enumerate()) {
+        if (!v.can_implement(p, c, dev)) continue;
+        const json rec = runner.run(v, p, c);
+        EXPECT_EQ(rec["status"], status::ok) << rec["candidate"] << " @ " << p.key() << ": " << rec.value("reason", "")
+                                             << " " << rec.value("error", json()).dump();
+        EXPECT_EQ(rec["plugin"]["source_hash"], v.manifest().source_hash);
+        ok += rec["status"] == status::ok;
+      }
+    EXPECT_GT(ok, 0) << family;
+  }
+}
+
+TEST(GpuPlugins, AWrongPluginIsWrongResultAndABrokenOneCompileError) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
+  const DeviceInfo dev = DeviceInfo::query(0);
+  JitCache jit(JitCache::default_dir(), dev.arch());
+  Runner runner(dev, Ceilings{}, quick(), jit, 2026);
+  const Problem p = Problem::from_json({{"family", "conv2d"}, {"h", 67}, {"w", 129}, {"r", 2}});
+  const Config c = {{"block_x", 32}, {"block_y", 4}};
+  // The last column is left as the runner poisoned it: the check must see it.
+  const PluginVariant& wrong = template_plugin("conv2d", "gpu_wrong", [](std::string& k) {
+    k.replace(k.find("if (row >= h || col >= w) return;"), 33, "if (row >= h || col >= w - 1) return;");
+  });
+  EXPECT_EQ(runner.run(wrong, p, c)["status"], status::wrong_result);
+  const PluginVariant& broken = template_plugin("conv2d", "gpu_broken", [](std::string& k) {
+    k.replace(k.find("float acc = 0.0f;"), 17, "float acc = undeclared_name;");
+  });
+  const json rec = runner.run(broken, p, c);
+  EXPECT_EQ(rec["status"], status::compile_error);
+  EXPECT_NE(rec.value("log", "").find("undeclared_name"), std::string::npos) << rec.dump();
+}
