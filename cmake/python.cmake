@@ -14,6 +14,10 @@ nanobind_add_module(_convtune NB_STATIC python/src/convtune_ext.cpp)
 target_link_libraries(_convtune PRIVATE convtune::runtime)
 # The CUDA, cuDNN and XGBoost libraries where the build found them (an installed module keeps no build rpath).
 set_target_properties(_convtune PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+if(MUPARSER_LIBRARY)  # linked by full path (e.g. .deps/muparser, unpacked where apt could not install it)
+  get_filename_component(_muparser_dir ${MUPARSER_LIBRARY} DIRECTORY)
+  set_property(TARGET _convtune APPEND PROPERTY INSTALL_RPATH ${_muparser_dir})
+endif()
 
 if(SKBUILD)
   install(TARGETS _convtune LIBRARY DESTINATION convtune)

@@ -63,24 +63,23 @@ if ! have_header zlib.h; then
   else echo "deps: zlib1g-dev missing (optional: without it convtune cannot read packed runs, records.jsonl.gz)"; fi
 fi
 
-# libxgboost-dev fits the dispatch tables' performance models (convtune export). Optional for the same reason:
-# without it, exported tables carry no model and unmeasured shapes take the nearest rule. Where apt can
-# install it, it is installed (alone too), so that the tests of the model run.
-if ! have_header xgboost/c_api.h; then
-  if [ ${#apt_missing[@]} -gt 0 ]; then apt_missing+=(libxgboost-dev)
+# Optional packages that tests cover: installed where apt can (alone too, so that their tests run), else a note
+# and the build goes on without them. install_optional <package> <what it gives>
+install_optional() {
+  if [ ${#apt_missing[@]} -gt 0 ]; then apt_missing+=("$1")
   elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && [ -z "${CONVTUNE_DEPS_DRY_RUN:-}" ]; then
-    echo "deps: installing libxgboost-dev (the dispatch model)"
-    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libxgboost-dev >/dev/null 2>&1 ||
-      { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libxgboost-dev >/dev/null 2>&1; }; } ||
-      echo "deps: libxgboost-dev could not be installed (optional: tables then carry no performance model)"
-  else echo "deps: libxgboost-dev missing (optional: without it exported tables carry no performance model)"; fi
-fi
-
-# libmuparser-dev evaluates plug-in manifests (convtune --plugins). Optional the same way: without it the build goes
-# on and --plugins says how to get it (`deps.sh muparser` unpacks it into .deps/muparser for a machine without apt).
+    echo "deps: installing $1 ($2)"
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null 2>&1 ||
+      { DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null 2>&1; }; } ||
+      echo "deps: $1 could not be installed (optional: without it, no $2)"
+  else echo "deps: $1 missing (optional: without it, no $2)"; fi
+}
+# libxgboost-dev fits the dispatch tables' performance models (convtune export); without it tables carry no model.
+have_header xgboost/c_api.h || install_optional libxgboost-dev "performance models in exported tables"
+# libmuparser-dev evaluates plug-in manifests (convtune --plugins); `deps.sh muparser` unpacks it into
+# .deps/muparser for a machine without apt (the GPU machine: carry that folder).
 if ! have_header muParser.h && [ ! -e "$(dirname "$0")/../.deps/muparser/include/muParser.h" ]; then
-  if [ ${#apt_missing[@]} -gt 0 ]; then apt_missing+=(libmuparser-dev)
-  else echo "deps: libmuparser-dev missing (optional: without it convtune loads no plug-in variants)"; fi
+  install_optional libmuparser-dev "plug-in variants"
 fi
 
 if [ "$what" = test ]; then
