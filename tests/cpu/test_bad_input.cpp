@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "harness/gzip_file.h"
-#include "harness/sweep.h"
+#include "harness/json_file.h"
 #include "test_support.h"
 
 extern char** environ;

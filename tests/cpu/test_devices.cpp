@@ -13,9 +13,12 @@
 #include <thread>
 
 #include "harness/gpu_set.h"
+#include "harness/json_file.h"
 #include "harness/records.h"
+#include "harness/run_folder.h"
 #include "harness/spec.h"
-#include "harness/sweep.h"
+#include "harness/sweep_plan.h"
+#include "harness/sweep_worker.h"
 #include "harness/work_claims.h"
 #include "test_support.h"
 

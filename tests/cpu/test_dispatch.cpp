@@ -14,7 +14,7 @@
 #include "harness/error.h"
 #include "harness/records.h"
 #include "harness/select.h"
-#include "harness/sweep.h"
+#include "harness/json_file.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;

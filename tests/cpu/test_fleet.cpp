@@ -10,8 +10,8 @@
 
 #include "harness/error.h"
 #include "harness/fleet.h"
+#include "harness/json_file.h"
 #include "harness/records.h"
-#include "harness/sweep.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;

@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "harness/error.h"
+#include "harness/json_file.h"
 #include "harness/pack.h"
 #include "harness/records.h"
-#include "harness/sweep.h"
 #include "test_support.h"
 
 using namespace convtune;

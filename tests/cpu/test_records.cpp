@@ -3,9 +3,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "harness/json_file.h"
 #include "harness/records.h"
+#include "harness/run_folder.h"
 #include "harness/select.h"
-#include "harness/sweep.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;

@@ -13,10 +13,13 @@
 #include <functional>
 #include <set>
 
+#include "harness/json_file.h"
 #include "harness/records.h"
+#include "harness/run_folder.h"
 #include "harness/runner.h"
 #include "harness/spec.h"
-#include "harness/sweep.h"
+#include "harness/sweep_plan.h"
+#include "harness/sweep_worker.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;

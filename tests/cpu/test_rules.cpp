@@ -14,10 +14,11 @@
 
 #include "harness/dispatch.h"
 #include "harness/error.h"
+#include "harness/json_file.h"
+#include "harness/merge.h"
 #include "harness/records.h"
 #include "harness/select.h"
 #include "harness/shard.h"
-#include "harness/sweep.h"
 #include "test_support.h"
 
 using namespace convtune;

@@ -10,12 +10,14 @@
 #include <sstream>
 
 #include "harness/error.h"
+#include "harness/json_file.h"
+#include "harness/merge.h"
 #include "harness/pack.h"
 #include "harness/records.h"
 #include "harness/select.h"
 #include "harness/shard.h"
 #include "harness/spec.h"
-#include "harness/sweep.h"
+#include "harness/sweep_plan.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;

@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "harness/device.h"
+#include "harness/json_file.h"
 #include "harness/records.h"
-#include "harness/sweep.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;
