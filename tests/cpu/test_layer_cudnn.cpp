@@ -10,7 +10,7 @@
 #include "harness/cudnn.h"
 #include "harness/family.h"
 #include "harness/variant.h"
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/layer_variant.h"
 
 #include "tests/cpu/test_support.h"
 

@@ -3,7 +3,7 @@
 // itself (beta = 1 after the first image); with more, it writes per-image partials that a kernel adds into dw
 // in image order. Either way the sum's order is fixed: deterministic.
 #include "variants/layer_bwd_filter/layer_bwd_filter.h"
-#include "variants/layer_fwd/layer_gemm.h"
+#include "variants/layer_common/layer_gemm.h"
 
 namespace convtune {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "variants/layer_bwd_filter/layer_bwd_filter.h"
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/layer_variant.h"
 
 namespace convtune {
 namespace {

@@ -1,6 +1,6 @@
 // layer_pool.direct: one NVRTC kernel, the window, stride, padding and op compile-time; each thread computes
 // `outputs_per_thread` consecutive outputs along q, sharing the loads of overlapping windows.
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/layer_variant.h"
 #include "variants/layer_pool/layer_pool.h"
 
 namespace convtune {

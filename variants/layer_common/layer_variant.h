@@ -9,7 +9,7 @@
 
 #include "harness/cuda_raii.h"
 #include "harness/variant.h"
-#include "variants/layer_fwd/layer_shape.h"
+#include "variants/layer_common/layer_shape.h"
 
 namespace convtune {
 

@@ -1,4 +1,4 @@
-#include "variants/layer_fwd/cudnn_layer.h"
+#include "variants/layer_common/cudnn_layer.h"
 
 #include <algorithm>
 #include <map>
@@ -8,8 +8,8 @@
 
 #include "harness/cuda_raii.h"
 #include "harness/error.h"
-#include "variants/layer_fwd/layer_shape.h"
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/layer_shape.h"
+#include "variants/layer_common/layer_variant.h"
 
 namespace convtune {
 

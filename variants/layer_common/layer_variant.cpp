@@ -1,4 +1,4 @@
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/layer_variant.h"
 
 #include <algorithm>
 #include <cmath>
