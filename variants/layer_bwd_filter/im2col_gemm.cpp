@@ -71,7 +71,7 @@ class LayerBwdFilterIm2colGemm : public Im2colGemmVariant {
     const LayerShape l(p);
     const double filter = double(l.filter_elements());
     if (chunk_images(c) == 1) return 8.0 * filter * double(l.n - 1);
-    const double chunks = double(layer_div_up(l.n, chunk_images(c)));
+    const double chunks = double(ceil_div(l.n, chunk_images(c)));
     return 8.0 * filter * double(l.n) + 8.0 * filter * (chunks - 1);
   }
 };

@@ -16,7 +16,7 @@ std::string pass_name(GemmPass pass) {
 }
 
 int64_t k_tiles(GemmPass pass, const LayerShape& l, const GemmTile& tile) {
-  return layer_div_up(gemm_extent(pass, l).t, tile.bk);
+  return ceil_div(gemm_extent(pass, l).t, tile.bk);
 }
 
 int smem_bytes(const GemmTile& tile, int stages) {
@@ -87,13 +87,13 @@ ParamSpace ImplicitGemmVariant::space(const Problem&, const DeviceInfo&) const {
   s.add("math", "fp32 FMA, 3xTF32 or TF32 tensor cores (tf32 only with precision = 1)",
         {kMathFp32, kMath3xTf32, kMathTf32})
       .add("tile", "CTA tile BMxBNxBK (BK 8: fp32 SIMT tiles; BK 16: tensor-core tiles)", tiles)
-      .add("stages", "shared-memory pipeline depth (cp.async ring)", layer_values({2, 3}));
+      .add("stages", "shared-memory pipeline depth (cp.async ring)", int_values({2, 3}));
   if (pass_ == GemmPass::bwd_filter)
     s.add("splits", "CTAs sharing the n*P*Q sum of each tile, summed in order by a second kernel",
-          layer_values({1, 4, 16, 64, 256, 1024}));
+          int_values({1, 4, 16, 64, 256, 1024}));
   else
     s.add("splits", "CTAs sharing the t sum of each tile, summed in order by a second kernel (small images, "
-                    "whose GEMM has too few tiles to fill the GPU)", layer_values({1, 2, 4}), 1);
+                    "whose GEMM has too few tiles to fill the GPU)", int_values({1, 2, 4}), 1);
   return s;
 }
 
@@ -105,7 +105,7 @@ Status ImplicitGemmVariant::constraints(const LayerShape& l, const Config& c, co
     return Status::no("tile " + tile->name + (tile->tensor_cores ? " is a tensor-core tile; math fp32 needs a SIMT tile"
                                                                  : " is an fp32 SIMT tile; math " + math +
                                                                        " needs a tensor-core tile"));
-  const int stages = cfg_value(c, "stages");
+  const int stages = cfg_int(c, "stages");
   if (stages < 1 || stages > 3) return Status::no("stages must be 1, 2 or 3");
   const GemmExtent e = gemm_extent(pass_, l);
   const int split = splits(c);
@@ -115,7 +115,7 @@ Status ImplicitGemmVariant::constraints(const LayerShape& l, const Config& c, co
                       " k-tiles of the n*P*Q sum (tile BK " + std::to_string(tile->bk) + ")");
   // Backward-filter's long sums: too few splits idle the GPU (splits 1 and 4 of the 9-tile ResNet dw);
   // forward and backward-data split only while it adds occupancy.
-  const int64_t tiles = layer_div_up(e.m, tile->bm) * layer_div_up(e.n, tile->bn);
+  const int64_t tiles = ceil_div(e.m, tile->bm) * ceil_div(e.n, tile->bn);
   const Status fill = pass_ == GemmPass::bwd_filter
                           ? split_not_too_few(tiles, split, k_tiles(pass_, l, *tile), dev)
                           : split_not_too_many(tiles, split, dev);
@@ -137,7 +137,7 @@ Cost ImplicitGemmVariant::cost(const Problem& prob, const Config& c) const {
   // written and read back before the output: an approximation of the L2 -> SM traffic.
   const double split = splits(c);
   const double output = split > 1 ? 2.0 * split * m * n + m * n : m * n;
-  const double bytes = 4.0 * (double(layer_div_up(e.m, tile.bm)) * n * t + double(layer_div_up(e.n, tile.bn)) * m * t +
+  const double bytes = 4.0 * (double(ceil_div(e.m, tile.bm)) * n * t + double(ceil_div(e.n, tile.bn)) * m * t +
                               output);
   return {prob.direct_flops(), 2.0 * m * n * t, operand_bytes(prob), bytes};
 }
@@ -151,24 +151,24 @@ std::vector<std::string> ImplicitGemmVariant::defines(const LayerShape&, const P
   const std::string math = c.at("math").get<std::string>();
   std::vector<std::string> o;
   const int math_code = math == kMathFp32 ? 0 : math == kMath3xTf32 ? 1 : 2;
-  o.push_back(layer_define("PASS", int(pass_)));
-  o.push_back(layer_define("MATH", math_code));
-  o.push_back(layer_define("BM", tile.bm));
-  o.push_back(layer_define("BN", tile.bn));
-  o.push_back(layer_define("BK", tile.bk));
-  o.push_back(layer_define("STAGES", cfg_value(c, "stages")));
+  o.push_back(define("PASS", int(pass_)));
+  o.push_back(define("MATH", math_code));
+  o.push_back(define("BM", tile.bm));
+  o.push_back(define("BN", tile.bn));
+  o.push_back(define("BK", tile.bk));
+  o.push_back(define("STAGES", cfg_int(c, "stages")));
   if (tile.tensor_cores) {
-    o.push_back(layer_define("WARPS_M", tile.warps_m));
-    o.push_back(layer_define("WARPS_N", tile.warps_n));
+    o.push_back(define("WARPS_M", tile.warps_m));
+    o.push_back(define("WARPS_N", tile.warps_n));
   } else {
-    o.push_back(layer_define("TM", tile.tm));
-    o.push_back(layer_define("TN", tile.tn));
+    o.push_back(define("TM", tile.tm));
+    o.push_back(define("TN", tile.tn));
   }
   if (pass_ == GemmPass::forward) {
-    o.push_back(layer_define("BIAS", prob.at("bias")));
-    o.push_back(layer_define("RELU", prob.at("relu")));
+    o.push_back(define("BIAS", prob.at("bias")));
+    o.push_back(define("RELU", prob.at("relu")));
   }
-  o.push_back(layer_define("SPLITS", splits(c)));
+  o.push_back(define("SPLITS", splits(c)));
   return o;
 }
 
@@ -178,9 +178,9 @@ std::vector<LayerLaunch> ImplicitGemmVariant::launches(const LayerShape& l, cons
   const int split = splits(c);
   std::vector<LayerLaunch> out;
   out.push_back({"implicit_gemm_kernel",
-                 dim3(unsigned(layer_div_up(e.m, tile.bm)), unsigned(layer_div_up(e.n, tile.bn)), unsigned(split)),
-                 dim3(unsigned(tile.threads())), smem_bytes(tile, cfg_value(c, "stages"))});
-  if (split > 1) out.push_back({"split_reduce_kernel", dim3(unsigned(layer_div_up(e.m * e.n, 256))), dim3(256), 0});
+                 dim3(unsigned(ceil_div(e.m, tile.bm)), unsigned(ceil_div(e.n, tile.bn)), unsigned(split)),
+                 dim3(unsigned(tile.threads())), smem_bytes(tile, cfg_int(c, "stages"))});
+  if (split > 1) out.push_back({"split_reduce_kernel", dim3(unsigned(ceil_div(e.m * e.n, 256))), dim3(256), 0});
   return out;
 }
 

@@ -68,8 +68,8 @@ json gemm_details(const LayerShape& l, const Config& c) {
 
 std::vector<std::string> gemm_defines(const LayerShape& l) {
   std::vector<std::string> d = layer_defines(l);
-  d.push_back(layer_define("IM2COL_THREADS", kGemmHelperThreads));
-  d.push_back(layer_define("COL2IM_THREADS", kGemmHelperThreads));
+  d.push_back(define("IM2COL_THREADS", kGemmHelperThreads));
+  d.push_back(define("COL2IM_THREADS", kGemmHelperThreads));
   return d;
 }
 
@@ -114,7 +114,7 @@ CUfunction ChunkedGemmPlan::kernel(const char* name) {
 }
 
 void ChunkedGemmPlan::launch_items(CUfunction fn, int64_t items, cudaStream_t stream, void** args) const {
-  launch(fn, dim3(unsigned(layer_div_up(items, kGemmHelperThreads))), dim3(kGemmHelperThreads), 0, stream, args);
+  launch(fn, dim3(unsigned(ceil_div(items, kGemmHelperThreads))), dim3(kGemmHelperThreads), 0, stream, args);
 }
 
 void strided_gemm(cublasHandle_t handle, cublasComputeType_t compute, const StridedGemm& g) {

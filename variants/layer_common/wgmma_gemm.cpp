@@ -12,8 +12,8 @@ namespace {
 constexpr int kTileK = 32;  // the kernel's BK
 
 int rows_of(int warpgroups) { return 64 * warpgroups; }  // BM: 64 GEMM rows a (MMA) warpgroup
-int tile_m(const Config& c) { return rows_of(cfg_value(c, "warpgroups")); }
-int tile_n(const Config& c) { return cfg_value(c, "tile_n"); }
+int tile_m(const Config& c) { return rows_of(cfg_int(c, "warpgroups")); }
+int tile_n(const Config& c) { return cfg_int(c, "tile_n"); }
 // One (n-tile, k-tile) block of the split filter: big + small tiles for 3xTF32, the big one for TF32.
 int block_bytes(const Config& c) { return (config_math(c) == kMath3xTf32 ? 2 : 1) * tile_n(c) * kTileK * 4; }
 
@@ -26,22 +26,22 @@ GemmExtent wgmma_extent(GemmPass pass, const LayerShape& l) {
 
 }  // namespace
 
-int WgmmaGemmVariant::splits(const Config& c) const { return pass_ == GemmPass::bwd_filter ? cfg_value(c, "splits") : 1; }
+int WgmmaGemmVariant::splits(const Config& c) const { return pass_ == GemmPass::bwd_filter ? cfg_int(c, "splits") : 1; }
 
 size_t WgmmaGemmVariant::split_b_bytes(const LayerShape& l, const Config& c) const {
   const GemmExtent e = wgmma_extent(pass_, l);
-  return size_t(layer_div_up(e.n, tile_n(c))) * size_t(layer_div_up(e.t, kTileK)) * size_t(block_bytes(c));
+  return size_t(ceil_div(e.n, tile_n(c))) * size_t(ceil_div(e.t, kTileK)) * size_t(block_bytes(c));
 }
 
 int WgmmaGemmVariant::threads(const Config& c) const {
-  return 128 * (cfg_value(c, "warpgroups") + (specialized() ? 1 : 0));
+  return 128 * (cfg_int(c, "warpgroups") + (specialized() ? 1 : 0));
 }
 
 // The launch's dynamic shared memory, passed to the kernel as SMEM_BYTES, which checks it covers its carve-up:
 // 1024 bytes of slack to align the swizzled tiles, the B blocks, the A tiles (rows of BM + 8), the mbarriers
 // (full only, or full and empty), and for the specialized kernel a tap table of up to R*S + 31 entries.
 int WgmmaGemmVariant::smem_bytes(const LayerShape& l, const Config& c) const {
-  const int stages = cfg_value(c, "stages");
+  const int stages = cfg_int(c, "stages");
   // Backward-filter's A tile is row-major (BM rows of 32 + 4 words); the others' k-major (32 rows of BM + 8).
   const int a_tile = pass_ == GemmPass::bwd_filter ? 4 * tile_m(c) * (kTileK + 4) : 4 * kTileK * (tile_m(c) + 8);
   const int tiles = 1024 + stages * (block_bytes(c) + a_tile);
@@ -71,7 +71,7 @@ std::vector<json> WgmmaGemmVariant::split_values(const Problem& p, const DeviceI
   const GemmExtent e = wgmma_extent(pass_, LayerShape(p));
   for (int wgs : {1, 2})
     for (int bn : {64, 128}) {
-      const int64_t tiles = layer_div_up(e.m, rows_of(wgs)) * layer_div_up(e.n, bn);
+      const int64_t tiles = ceil_div(e.m, rows_of(wgs)) * ceil_div(e.n, bn);
       for (int64_t waves : {1, 2})
         if (dev.sms > 0 && waves * dev.sms >= tiles) values.insert(int(std::min<int64_t>(128, waves * dev.sms / tiles)));
     }
@@ -85,10 +85,10 @@ ParamSpace WgmmaGemmVariant::space(const Problem& p, const DeviceInfo& dev) cons
            specialized() ? "MMA warpgroups per CTA (beside the producer), each 64 rows of the GEMM tile (BM = 64 x "
                            "warpgroups)"
                          : "warpgroups per CTA, each 64 rows of the GEMM tile (BM = 64 x warpgroups)",
-           specialized() ? layer_values({1, 2}) : layer_values({1, 2, 4}))
+           specialized() ? int_values({1, 2}) : int_values({1, 2, 4}))
       .add("tile_n", "GEMM columns per CTA (BN; 128 halves the gathers per product, at twice the registers)",
-           layer_values({64, 128}))
-      .add("stages", "shared-memory pipeline depth (A by cp.async, B by bulk copy)", layer_values({2, 3, 4}));
+           int_values({64, 128}))
+      .add("stages", "shared-memory pipeline depth (A by cp.async, B by bulk copy)", int_values({2, 3, 4}));
   if (pass_ == GemmPass::bwd_filter)
     s.add("splits", "CTAs sharing the n*P*Q sum of each tile, added in order by a third kernel (powers of two, "
                     "and the counts that fill the SMs once or twice for each tile grid)",
@@ -100,7 +100,7 @@ Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const
   if (const Status hopper = wgmma_supported(dev); !hopper) return hopper;
   const std::string math = config_math(c);
   if (math != kMath3xTf32 && math != kMathTf32) return Status::no("math must be 3xtf32 or tf32");
-  const int wgs = cfg_value(c, "warpgroups"), stages = cfg_value(c, "stages");
+  const int wgs = cfg_int(c, "warpgroups"), stages = cfg_int(c, "stages");
   if (specialized() && wgs != 1 && wgs != 2) return Status::no("warpgroups must be 1 or 2 (MMA warpgroups)");
   if (wgs != 1 && wgs != 2 && wgs != 4) return Status::no("warpgroups must be 1, 2 or 4");
   if (tile_n(c) != 64 && tile_n(c) != 128) return Status::no("tile_n must be 64 or 128");
@@ -125,11 +125,11 @@ Status WgmmaGemmVariant::split_rules(const LayerShape& l, const Config& c, const
   if (pass_ != GemmPass::bwd_filter) return Status::yes();
   const int split = splits(c);
   const GemmExtent e = wgmma_extent(pass_, l);
-  const int64_t k_tiles = layer_div_up(e.t, kTileK);
+  const int64_t k_tiles = ceil_div(e.t, kTileK);
   if (split < 1 || split > k_tiles)
     return Status::no("splits " + std::to_string(split) + " > the " + std::to_string(k_tiles) +
                       " k-tiles of 32 in the n*P*Q sum");
-  const int64_t tiles = layer_div_up(e.m, tile_m(c)) * layer_div_up(e.n, tile_n(c));
+  const int64_t tiles = ceil_div(e.m, tile_m(c)) * ceil_div(e.n, tile_n(c));
   const Status few = split_not_too_few(tiles, split, k_tiles, dev);
   return few.ok ? split_not_too_many(tiles, split, dev) : few;
 }
@@ -141,7 +141,7 @@ Cost WgmmaGemmVariant::cost(const Problem& prob, const Config& c) const {
   // bytes_model: the split filter (big + small) read by every m-tile, A (im2col-sized, as gathered) by every
   // n-tile, the output written once (with splits, the partials written and read back first), the split
   // written once: the L2 -> SM traffic, approximately.
-  const double n_tiles = double(layer_div_up(e.n, tile_n(c))), m_tiles = double(layer_div_up(e.m, tile_m(c)));
+  const double n_tiles = double(ceil_div(e.n, tile_n(c))), m_tiles = double(ceil_div(e.m, tile_m(c)));
   const double split = double(split_b_bytes(l, c)), parts = splits(c);
   const double output = parts > 1 ? 2.0 * parts * m * n + m * n : m * n;
   const double bytes = m_tiles * split + 4.0 * (n_tiles * m * t + output) + split;
@@ -153,29 +153,29 @@ Tolerance WgmmaGemmVariant::tolerance(const Problem& prob, const Config& c) cons
 }
 
 std::vector<std::string> WgmmaGemmVariant::defines(const LayerShape& l, const Problem& prob, const Config& c) const {
-  std::vector<std::string> o = {layer_define("PASS", int(pass_)),
-                                layer_define("MATH", config_math(c) == kMath3xTf32 ? 1 : 2),
-                                layer_define("WGS", cfg_value(c, "warpgroups")),
-                                layer_define("BN", tile_n(c)),
-                                layer_define("STAGES", cfg_value(c, "stages")),
-                                layer_define("SMEM_BYTES", smem_bytes(l, c))};
+  std::vector<std::string> o = {define("PASS", int(pass_)),
+                                define("MATH", config_math(c) == kMath3xTf32 ? 1 : 2),
+                                define("WGS", cfg_int(c, "warpgroups")),
+                                define("BN", tile_n(c)),
+                                define("STAGES", cfg_int(c, "stages")),
+                                define("SMEM_BYTES", smem_bytes(l, c))};
   if (pass_ == GemmPass::forward) {
-    o.push_back(layer_define("BIAS", prob.at("bias")));
-    o.push_back(layer_define("RELU", prob.at("relu")));
+    o.push_back(define("BIAS", prob.at("bias")));
+    o.push_back(define("RELU", prob.at("relu")));
   }
-  if (pass_ == GemmPass::bwd_filter) o.push_back(layer_define("SPLITS", splits(c)));
+  if (pass_ == GemmPass::bwd_filter) o.push_back(define("SPLITS", splits(c)));
   return o;
 }
 
 std::vector<LayerLaunch> WgmmaGemmVariant::launches(const LayerShape& l, const Config& c) const {
   const GemmExtent e = wgmma_extent(pass_, l);
-  const int64_t n_tiles = layer_div_up(e.n, tile_n(c));
-  const int64_t split_elements = n_tiles * tile_n(c) * layer_div_up(e.t, kTileK) * kTileK;
+  const int64_t n_tiles = ceil_div(e.n, tile_n(c));
+  const int64_t split_elements = n_tiles * tile_n(c) * ceil_div(e.t, kTileK) * kTileK;
   std::vector<LayerLaunch> out = {
-      {"split_filter_kernel", dim3(unsigned(layer_div_up(split_elements, 256))), dim3(256), 0},
-      {"wgmma_gemm_kernel", dim3(unsigned(layer_div_up(e.m, tile_m(c))), unsigned(n_tiles), unsigned(splits(c))),
+      {"split_filter_kernel", dim3(unsigned(ceil_div(split_elements, 256))), dim3(256), 0},
+      {"wgmma_gemm_kernel", dim3(unsigned(ceil_div(e.m, tile_m(c))), unsigned(n_tiles), unsigned(splits(c))),
        dim3(unsigned(threads(c))), smem_bytes(l, c), true}};
-  if (splits(c) > 1) out.push_back({"split_sum_kernel", dim3(unsigned(layer_div_up(e.m * e.n, 256))), dim3(256), 0});
+  if (splits(c) > 1) out.push_back({"split_sum_kernel", dim3(unsigned(ceil_div(e.m * e.n, 256))), dim3(256), 0});
   return out;
 }
 

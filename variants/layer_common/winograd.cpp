@@ -52,7 +52,7 @@ TransformFlops transform_flops(int m) { return m == 2 ? transform_flops_of<2>() 
 
 int64_t tiles_in(const wino::WinoDims& d, int64_t images) { return images * int64_t(d.tiles()); }
 
-int64_t chunk_count(int64_t n, int64_t chunk) { return layer_div_up(n, chunk); }
+int64_t chunk_count(int64_t n, int64_t chunk) { return ceil_div(n, chunk); }
 
 // The workspace as the kernels lay it out (layer_winograd.cuh): the co x ci matrices (U, or backward-filter's
 // per-chunk partial M), the transformed input tiles V, and the co x T matrices (M, or the transformed dy).
@@ -103,7 +103,7 @@ class WinogradPlan : public Plan {
  private:
   int images_from(int first) const { return int(std::min<int64_t>(chunk_, l_.n - first)); }
   void launch_items(CUfunction fn, int64_t items, cudaStream_t stream, void** args) const {
-    launch(fn, dim3(unsigned(layer_div_up(items, kThreads))), dim3(kThreads), 0, stream, args);
+    launch(fn, dim3(unsigned(ceil_div(items, kThreads))), dim3(kThreads), 0, stream, args);
   }
   // The chunk's input tiles transformed into V.
   void transform_input(float* v, int first, int images, cudaStream_t stream) const {
@@ -257,14 +257,14 @@ Tolerance WinogradVariant::tolerance(const Problem& p, const Config&) const {
 std::vector<JitProgram> WinogradVariant::programs(const Problem& p, const Config& c) const {
   const LayerShape l(p);
   JitProgram program{"layer_winograd.cuh", layer_defines(l)};
-  program.options.push_back(layer_define("PASS", int(pass_)));
-  program.options.push_back(layer_define("THREADS", kThreads));
-  program.options.push_back(layer_define("TILE", output_block(c)));
+  program.options.push_back(define("PASS", int(pass_)));
+  program.options.push_back(define("THREADS", kThreads));
+  program.options.push_back(define("TILE", output_block(c)));
   if (pass_ == WinogradPass::forward) {
-    program.options.push_back(layer_define("BIAS", p.at("bias")));
-    program.options.push_back(layer_define("RELU", p.at("relu")));
+    program.options.push_back(define("BIAS", p.at("bias")));
+    program.options.push_back(define("RELU", p.at("relu")));
   }
-  if (pass_ == WinogradPass::bwd_filter) program.options.push_back(layer_define("CHUNK", chunk_images(c)));
+  if (pass_ == WinogradPass::bwd_filter) program.options.push_back(define("CHUNK", chunk_images(c)));
   return {program};
 }
 

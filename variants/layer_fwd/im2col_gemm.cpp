@@ -58,7 +58,7 @@ class LayerFwdIm2colGemm : public Im2colGemmVariant {
  protected:
   std::string source() const override { return "layer_fwd_im2col_gemm.cuh"; }
   std::vector<std::string> extra_defines(const Problem& p) const override {
-    return {layer_define("BIAS", p.at("bias")), layer_define("RELU", p.at("relu"))};
+    return {define("BIAS", p.at("bias")), define("RELU", p.at("relu"))};
   }
   int64_t sum_length(const LayerShape& l) const override { return forward_sum_length(l); }
   double extra_bytes(const Problem& p, const Config&) const override {  // the epilogue reads and writes y
