@@ -20,6 +20,7 @@
 #include "harness/family.h"
 #include "harness/fleet.h"
 #include "harness/gpu_set.h"
+#include "harness/merge.h"
 #include "harness/pack.h"
 #include "harness/plugin.h"
 #include "harness/plugin_template.h"
@@ -32,7 +33,10 @@
 #include "harness/runner.h"
 #include "harness/select.h"
 #include "harness/spec.h"
+#include "harness/json_file.h"
 #include "harness/sweep.h"
+#include "harness/sweep_plan.h"
+#include "harness/sweep_worker.h"
 #include "harness/variant.h"
 
 using namespace convtune;

@@ -18,7 +18,7 @@
 #include "harness/records.h"
 #include "harness/family.h"
 #include "harness/runner.h"
-#include "harness/sweep.h"
+#include "harness/json_file.h"
 
 using namespace convtune;
 

@@ -102,4 +102,6 @@ std::string visible_devices_pin(int index, const char* inherited) {
 
 json gpu_tag(int index, const std::string& uuid) { return {{"index", index}, {"uuid", uuid}}; }
 
+std::string gpu_name(int index) { return "gpu" + std::to_string(index); }
+
 }  // namespace convtune

@@ -32,4 +32,7 @@ std::string visible_devices_pin(int index, const char* inherited);
 // What every record carries: {"index": i, "uuid": "GPU-..."}.
 json gpu_tag(int index, const std::string& uuid);
 
+// "gpu<i>": how progress lines and inflight files name GPU i.
+std::string gpu_name(int index);
+
 }  // namespace convtune

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "harness/error.h"
-#include "harness/sweep.h"
+#include "harness/json_file.h"
 
 namespace convtune {
 

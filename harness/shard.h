@@ -1,9 +1,7 @@
-// Sharding and merging sweeps: n independent jobs (one GPU each, on any machines) cover a spec's work
-// exactly once, and their run folders join into one run.
+// Sharding sweeps: n independent jobs (one GPU each, on any machines) cover a spec's work exactly once;
+// harness/merge.h joins their run folders into one run.
 #pragma once
 #include <cstdint>
-#include <filesystem>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -35,11 +33,5 @@ bool owns(const Shard& shard, const std::string& key);
 
 // The plan's candidates that `shard` owns (skipped ones too: each is recorded exactly once).
 SweepPlan shard_plan(const SweepPlan& plan, const Shard& shard, bool by_problem);
-
-// Joins shard run folders into `out`: refuses shards of different schema, spec, GPU model or shard
-// count, or the same shard twice (InputError naming the field); reports duplicate records and the
-// plan's candidates no shard recorded. Returns the merged summary.
-json merge_runs(const std::vector<std::filesystem::path>& runs, const std::filesystem::path& out,
-                const std::vector<std::string>& argv, std::ostream& log);
 
 }  // namespace convtune

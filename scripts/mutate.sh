@@ -23,7 +23,7 @@ cd "$repo"
 default_files="harness/select.cpp harness/dispatch.cpp harness/fleet.cpp harness/shard.cpp harness/records.cpp
   harness/spec.cpp harness/replay.cpp $(ls harness/strategies/*.cpp | tr '\n' ' ')
   variants/conv2d/direct.cpp variants/conv2d/jit_conv2d.cpp variants/conv1d/spatial.cpp
-  variants/conv1d_parts/parts_common.cpp variants/layer_fwd/layer_variant.cpp
+  variants/conv1d_parts/parts_common.cpp variants/layer_common/layer_variant.cpp
   $(ls variants/*/family.c* | tr '\n' ' ')"
 FILES=${FILES:-$default_files}
 SAMPLE=${SAMPLE:-15}

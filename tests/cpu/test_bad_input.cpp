@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "harness/gzip_file.h"
-#include "harness/sweep.h"
+#include "harness/json_file.h"
 #include "test_support.h"
 
 extern char** environ;
@@ -91,9 +91,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 class BadInput : public ::testing::Test {
  protected:
   void SetUp() override {
-    scratch_ = fs::temp_directory_path() / ("convtune-bad-input-" + std::to_string(getpid()));
-    fs::remove_all(scratch_);
-    fs::create_directories(scratch_);
+    scratch_ = test::fresh_temp_dir("bad-input");
   }
   void TearDown() override { fs::remove_all(scratch_); }
 

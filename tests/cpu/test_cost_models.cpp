@@ -4,7 +4,7 @@
 
 #include "harness/family.h"
 #include "harness/variant.h"
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/layer_variant.h"
 
 using namespace convtune;
 

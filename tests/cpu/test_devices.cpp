@@ -13,9 +13,12 @@
 #include <thread>
 
 #include "harness/gpu_set.h"
+#include "harness/json_file.h"
 #include "harness/records.h"
+#include "harness/run_folder.h"
 #include "harness/spec.h"
-#include "harness/sweep.h"
+#include "harness/sweep_plan.h"
+#include "harness/sweep_worker.h"
 #include "harness/work_claims.h"
 #include "test_support.h"
 
@@ -26,12 +29,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path fresh_folder(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("convtune-devices-test-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 // Runs `body` in `n` forked children at once (child i gets i) and waits for them; each must exit 0.
 template <class Body>
@@ -215,7 +212,7 @@ TEST(WorkUnits, ExhaustiveBudgetKeepsTheFirstCandidatesAndEverySkippedOne) {
 
 // Four processes claim 500 units from one folder at once: each unit is claimed exactly once.
 TEST(WorkClaims, ConcurrentClaimersTakeEveryUnitExactlyOnce) {
-  const fs::path folder = fresh_folder("claims");
+  const fs::path folder = test::fresh_temp_dir("devices-test-claims");
   const size_t units = 500;
   in_processes(4, [&](int gpu) {
     WorkClaims claims(folder, gpu, units);
@@ -239,7 +236,7 @@ TEST(WorkClaims, ConcurrentClaimersTakeEveryUnitExactlyOnce) {
 }
 
 TEST(WorkClaims, ThreadsOfOneProcessClaimDisjointly) {
-  const fs::path folder = fresh_folder("claims-threads");
+  const fs::path folder = test::fresh_temp_dir("devices-test-claims-threads");
   std::vector<std::vector<size_t>> got(3);
   std::vector<std::thread> threads;
   for (int gpu = 0; gpu < 3; ++gpu)
@@ -261,7 +258,7 @@ TEST(WorkClaims, ThreadsOfOneProcessClaimDisjointly) {
 // A worker killed mid-unit (no destructor runs): its GPU's next worker holds the unit and finishes it;
 // a GPU given up hands its units back, and a claimer still walking takes them on its second pass.
 TEST(WorkClaims, ADeadClaimersUnitIsReissued) {
-  const fs::path folder = fresh_folder("claims-dead");
+  const fs::path folder = test::fresh_temp_dir("devices-test-claims-dead");
   in_processes(1, [&](int) {
     WorkClaims claims(folder, 1, 10);
     claims.claim_next();
@@ -282,7 +279,7 @@ TEST(WorkClaims, ADeadClaimersUnitIsReissued) {
 
 // Four processes append 250 records each, some larger than a page and a pipe buffer: every line is whole.
 TEST(RecordAppends, SeveralProcessesNeverInterleave) {
-  const fs::path folder = fresh_folder("appends");
+  const fs::path folder = test::fresh_temp_dir("devices-test-appends");
   const fs::path path = folder / "records.jsonl";
   in_processes(4, [&](int writer) {
     RecordWriter records(path);
@@ -306,7 +303,7 @@ TEST(RecordAppends, SeveralProcessesNeverInterleave) {
 // The follower returns only whole lines; a writer after a torn line starts a new one, so its record is
 // not lost with the torn one.
 TEST(RecordAppends, FollowerReadsWholeLinesAndATornLineCostsOnlyItself) {
-  const fs::path folder = fresh_folder("follow");
+  const fs::path folder = test::fresh_temp_dir("devices-test-follow");
   const fs::path path = folder / "records.jsonl";
   RecordFollower follower(path);
   EXPECT_TRUE(follower.read_new().records.empty());  // no file yet
@@ -331,7 +328,7 @@ TEST(RecordAppends, FollowerReadsWholeLinesAndATornLineCostsOnlyItself) {
 TEST(Inflight, EachGpuHasItsOwnFile) {
   EXPECT_EQ(inflight_path("/r", 3), fs::path("/r/inflight-gpu3.json"));
   EXPECT_EQ(inflight_path("/r", -1), fs::path("/r/inflight.json"));
-  const fs::path folder = fresh_folder("inflight");
+  const fs::path folder = test::fresh_temp_dir("devices-test-inflight");
   json skeleton = {{"problem_key", "p"}, {"candidate", "c"}, {"status", "ok"}, {"gpu", gpu_tag(1, "GPU-1")}};
   write_json_atomically(inflight_path(folder, 1), {{"record", skeleton}, {"started_unix", 0}});
   EXPECT_FALSE(record_inflight(folder, status::runtime_error, "died", 0));  // gpu0 had nothing in flight
@@ -344,7 +341,7 @@ TEST(Inflight, EachGpuHasItsOwnFile) {
 
 // The summary counts every record and, for tagged ones, how many each GPU wrote (keyed by UUID).
 TEST(Summary, CountsRecordsPerGpu) {
-  const fs::path dir = fresh_folder("summary");
+  const fs::path dir = test::fresh_temp_dir("devices-test-summary");
   write_json_atomically(dir / "summary.json", {{"schema", 1}});
   RecordWriter writer(dir / "records.jsonl");
   auto rec = [](const std::string& status, const json& gpu) {

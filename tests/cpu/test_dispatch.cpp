@@ -14,7 +14,8 @@
 #include "harness/error.h"
 #include "harness/records.h"
 #include "harness/select.h"
-#include "harness/sweep.h"
+#include "harness/json_file.h"
+#include "test_support.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;
@@ -80,10 +81,8 @@ bool have_compiler() { return std::system("command -v c++ > /dev/null 2>&1") == 
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& tag = "") {
-    path = fs::temp_directory_path() / ("convtune_dispatch_test_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name() + tag);
-    fs::remove_all(path);
-    fs::create_directories(path);
+    path = test::fresh_temp_dir(std::string("dispatch-test-") +
+                                ::testing::UnitTest::GetInstance()->current_test_info()->name() + tag);
   }
   ~TempDir() {
     std::error_code ec;

@@ -59,12 +59,6 @@ const Shipped& shipped() {
   return s;
 }
 
-fs::path temp(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("convtune-model-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 Problem conv2d(int64_t h, int64_t w, int64_t r) { return Problem{"conv2d", {{"h", h}, {"w", w}, {"r", r}}}; }
 
@@ -158,7 +152,7 @@ TEST(DispatchModel, HeaderSelectAgreesWithLookupOnRandomShapes) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   if (std::system("command -v c++ > /dev/null 2>&1") != 0) GTEST_SKIP() << "no c++ on PATH";
   const json& t = shipped().table;
-  const fs::path dir = temp("header");
+  const fs::path dir = test::fresh_temp_dir("model-header");
   std::ofstream(dir / "convtune_dispatch.h") << make_header(t);
   std::string prog = "#include <cstdio>\n#include \"convtune_dispatch.h\"\nint main() {\n  using namespace convtune_dispatch;\n";
   std::string expected;

@@ -10,8 +10,9 @@
 
 #include "harness/error.h"
 #include "harness/fleet.h"
+#include "harness/json_file.h"
 #include "harness/records.h"
-#include "harness/sweep.h"
+#include "test_support.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;
@@ -35,12 +36,6 @@ json fleet() { return make_fleet({table_as("NVIDIA H100 80GB HBM3", "9.0", " #h1
 
 Problem conv2d(int64_t h, int64_t r) { return Problem::from_json({{"family", "conv2d"}, {"h", h}, {"w", h}, {"r", r}}); }
 
-fs::path temp(const std::string& tag) {
-  const fs::path d = fs::temp_directory_path() / ("convtune-fleet-" + tag + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 }  // namespace
 
@@ -77,7 +72,7 @@ TEST(Fleet, RefusesTwoRunsOfOneModelNamingTheField) {
 
 TEST(Fleet, HeaderCompilesAloneAndAgreesWithLookupOnDevice) {
   if (std::system("command -v c++ > /dev/null 2>&1") != 0) GTEST_SKIP() << "no c++ on PATH";
-  const fs::path dir = temp("header");
+  const fs::path dir = test::fresh_temp_dir("fleet-header");
   const json f = fleet();
   std::ofstream(dir / "convtune_dispatch.h") << make_fleet_header(f);
   const std::vector<std::pair<std::string, std::string>> gpus = {
@@ -106,7 +101,7 @@ TEST(Fleet, HeaderCompilesAloneAndAgreesWithLookupOnDevice) {
 }
 
 TEST(Fleet, ExportsShippedRunsOfTwoModelsAndRefusesTheSameModelTwice) {
-  const fs::path dir = temp("export");
+  const fs::path dir = test::fresh_temp_dir("fleet-export");
   // The shipped H100 run, and the same records as an H200 run would have written them.
   fs::create_directories(dir / "h200");
   json summary = read_json(kH100Run / "summary.json");
@@ -126,7 +121,7 @@ TEST(Fleet, ExportsShippedRunsOfTwoModelsAndRefusesTheSameModelTwice) {
 }
 
 TEST(Fleet, RepeatsJoinTheRunOfTheirModel) {
-  const fs::path dir = temp("repeats");
+  const fs::path dir = test::fresh_temp_dir("fleet-repeats");
   const json summary = read_json(kH100Run / "summary.json");
   const std::vector<json> records = read_records(kH100Run / "records.jsonl").records;
   const json h100 = make_dispatch(summary, records);

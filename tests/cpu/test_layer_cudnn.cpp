@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/cudnn_forward.h"
+#include "harness/cudnn.h"
 #include "harness/family.h"
 #include "harness/variant.h"
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/layer_variant.h"
 
 #include "tests/cpu/test_support.h"
 
@@ -53,7 +53,7 @@ void expect_names(const std::vector<std::string>& got, const std::vector<std::st
 TEST(LayerCudnnSpace, EveryAlgorithmOfEachPass) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   std::vector<std::string> forward;
-  for (const auto& a : cudnn_forward_algos()) forward.push_back(a.first);
+  for (const auto& a : cudnn_algos(CudnnPass::forward)) forward.push_back(a.name);
   ASSERT_EQ(forward.size(), size_t(CUDNN_CONVOLUTION_FWD_ALGO_COUNT));
   const std::vector<std::string> backward_data = {"algo_0", "algo_1", "fft", "fft_tiling", "winograd",
                                                   "winograd_nonfused"};

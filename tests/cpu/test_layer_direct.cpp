@@ -10,7 +10,7 @@
 #include "harness/family.h"
 #include "harness/variant.h"
 #include "tests/cpu/test_support.h"
-#include "variants/layer_fwd/direct_tiled.h"
+#include "variants/layer_common/direct_tiled.h"
 
 using namespace convtune;
 using convtune::test::contains;

@@ -12,7 +12,7 @@
 
 #include "harness/family.h"
 #include "harness/variant.h"
-#include "variants/layer_fwd/layer_gemm.h"
+#include "variants/layer_common/layer_gemm.h"
 
 #include "tests/cpu/test_support.h"
 

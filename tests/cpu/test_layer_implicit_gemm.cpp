@@ -11,8 +11,8 @@
 
 #include "harness/family.h"
 #include "harness/variant.h"
-#include "variants/layer_fwd/implicit_gemm.h"
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/implicit_gemm.h"
+#include "variants/layer_common/layer_variant.h"
 
 #include "tests/cpu/test_support.h"
 

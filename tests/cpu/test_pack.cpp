@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "harness/error.h"
+#include "harness/json_file.h"
 #include "harness/pack.h"
 #include "harness/records.h"
-#include "harness/sweep.h"
 #include "test_support.h"
 
 using namespace convtune;
@@ -25,12 +25,6 @@ namespace {
 
 const fs::path kShipped = fs::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-80gb-hbm3/conv2d-register-tiled-20261123-161324";
 
-fs::path fresh(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("convtune-pack-test-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -44,7 +38,7 @@ json record(int k) {
 
 // A run folder with 30 records, a torn last line and two profiles.
 fs::path small_run(const std::string& name) {
-  const fs::path run = fresh(name);
+  const fs::path run = test::fresh_temp_dir("pack-test-" + name);
   write_json_atomically(run / "summary.json", {{"schema", 1}});
   {
     RecordWriter records(run / "records.jsonl");
@@ -68,7 +62,7 @@ int convtune_cli(const std::string& args, std::string& out) {
 }  // namespace
 
 TEST(Pack, RefusesAFolderThatIsNotARunNamingIt) {
-  const fs::path dir = fresh("not-a-run");
+  const fs::path dir = test::fresh_temp_dir("pack-test-not-a-run");
   EXPECT_TRUE(contains(input_error([&] { pack_run(dir); }), dir.string() + " is not a run folder"));
   EXPECT_TRUE(contains(input_error([&] { unpack_run(dir); }), dir.string() + " is not a run folder"));
   write_json_atomically(dir / "summary.json", {{"schema", 1}});
@@ -77,7 +71,7 @@ TEST(Pack, RefusesAFolderThatIsNotARunNamingIt) {
 }
 
 TEST(Records, ReadingAMissingFileNamesBothForms) {
-  const fs::path dir = fresh("missing");
+  const fs::path dir = test::fresh_temp_dir("pack-test-missing");
   const std::string error = input_error([&] { read_records(dir / "records.jsonl"); });
   EXPECT_TRUE(contains(error, (dir / "records.jsonl").string())) << error;
   EXPECT_TRUE(contains(error, "records.jsonl.gz")) << error;
@@ -134,7 +128,7 @@ TEST(Pack, PackingTwiceIsANoOp) {
 // finishes the job from it.
 TEST(Pack, BothFormsThereReadThePlainOneAndPackAgain) {
   const fs::path run = small_run("both");
-  const fs::path copy = fresh("both-copy");
+  const fs::path copy = test::fresh_temp_dir("pack-test-both-copy");
   fs::copy_file(run / "records.jsonl", copy / "records.jsonl");
   pack_run(run);
   fs::copy_file(copy / "records.jsonl", run / "records.jsonl");
@@ -190,7 +184,7 @@ TEST(Pack, AppendingToAPackedFileIsRefused) {
 // and header as from the plain one), pack again, unpack (the same records.jsonl), and a folder that is not
 // a run (exit 2, one line naming it).
 TEST(PackCli, ExportOfAPackedRunIsTheExportOfThePlainOne) {
-  const fs::path root = fresh("cli");
+  const fs::path root = test::fresh_temp_dir("pack-test-cli");
   const fs::path plain = root / "plain/run", packed = root / "packed/run";
   for (const fs::path& to : {plain, packed}) {
     fs::create_directories(to);

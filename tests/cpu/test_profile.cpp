@@ -15,6 +15,7 @@
 #include "harness/pack.h"
 #include "harness/profile.h"
 #include "harness/records.h"
+#include "test_support.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;
@@ -94,9 +95,7 @@ TEST(Profile, TopAndFiltersNarrowOrWidenTheChoice) {
 }
 
 TEST(Profile, RecordsReadBackKeyedByCandidateLaterLinesWin) {
-  const fs::path dir = fs::temp_directory_path() / ("convtune-profile-test-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = test::fresh_temp_dir("profile-test");
   json p = {{"problem_key", "conv2d:h=64,r=1"}, {"candidate", "conv2d.tiled[a=1]"}, {"status", "failed"}};
   {
     RecordWriter w(dir / "profiles.jsonl");
@@ -144,8 +143,7 @@ struct FakeProfiler {
   std::vector<ProfileTarget> targets;
   ProfileOptions options;
   explicit FakeProfiler(const std::string& tag, const std::string& body) {
-    dir = fs::temp_directory_path() / ("convtune-fake-ncu-" + tag + "-" + std::to_string(getpid()));
-    fs::remove_all(dir);
+    dir = test::fresh_temp_dir("fake-ncu-" + tag);
     fs::create_directories(dir / "run");
     std::ofstream(dir / "run/summary.json") << R"({"device": {"name": "a test GPU"}})";
     std::ofstream(dir / "ncu") << "#!/bin/sh\ncase \"$1\" in --version) echo 'Version 2025.3.1.0 (fake)'; exit 0;; esac\n"

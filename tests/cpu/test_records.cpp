@@ -3,9 +3,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "harness/json_file.h"
 #include "harness/records.h"
+#include "harness/run_folder.h"
 #include "harness/select.h"
-#include "harness/sweep.h"
+#include "test_support.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;
@@ -25,17 +27,11 @@ json record(const std::string& problem, const std::string& variant, int cfg, con
   return r;
 }
 
-fs::path temp_folder(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("convtune-test-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 }  // namespace
 
 TEST(Records, RoundTripAndATornLastLine) {
-  const fs::path d = temp_folder("records");
+  const fs::path d = test::fresh_temp_dir("test-records");
   {
     RecordWriter w(d / "records.jsonl");
     w.append(record("p", "conv2d.a", 1, "ok", 1.0));
@@ -54,7 +50,7 @@ TEST(Records, RoundTripAndATornLastLine) {
 }
 
 TEST(Records, AnInflightCandidateIsRecordedOnceAfterACrash) {
-  const fs::path d = temp_folder("inflight");
+  const fs::path d = test::fresh_temp_dir("test-inflight");
   json skeleton = record("p", "conv2d.a", 7, "ok", 0);
   skeleton.erase("time");
   write_json_atomically(d / "inflight.json", {{"record", skeleton}, {"started_unix", 0}});

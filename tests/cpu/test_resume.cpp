@@ -13,10 +13,14 @@
 #include <functional>
 #include <set>
 
+#include "harness/json_file.h"
 #include "harness/records.h"
+#include "harness/run_folder.h"
 #include "harness/runner.h"
 #include "harness/spec.h"
-#include "harness/sweep.h"
+#include "harness/sweep_plan.h"
+#include "harness/sweep_worker.h"
+#include "test_support.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;
@@ -27,9 +31,7 @@ const fs::path kShipped = fs::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-8
 
 // A run folder holding the shipped run's summary and the records `keep` lets through, in file order.
 fs::path run_folder(const std::string& name, const std::function<bool(const json&, size_t)>& keep) {
-  const fs::path d = fs::temp_directory_path() / ("convtune-resume-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
+  const fs::path d = test::fresh_temp_dir("resume-" + name);
   write_json_atomically(d / "summary.json", read_json(kShipped / "summary.json"));
   RecordWriter w(d / "records.jsonl");
   const auto records = read_records(kShipped / "records.jsonl").records;

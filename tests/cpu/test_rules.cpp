@@ -14,10 +14,11 @@
 
 #include "harness/dispatch.h"
 #include "harness/error.h"
+#include "harness/json_file.h"
+#include "harness/merge.h"
 #include "harness/records.h"
 #include "harness/select.h"
 #include "harness/shard.h"
-#include "harness/sweep.h"
 #include "test_support.h"
 
 using namespace convtune;
@@ -40,12 +41,6 @@ json rec(const Problem& p, const std::string& variant, int block_x, const std::s
   return r;
 }
 
-fs::path fresh_folder(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("convtune-rules-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -177,7 +172,7 @@ TEST(RecordKeyRules, ABriefRecordHasAKeyOfItsOwn) {
 
 // A records file is plain data that other users read and no one runs: rw-r--r-- under the usual umask.
 TEST(RecordKeyRules, ARecordsFileIsCreatedReadableAndNotExecutable) {
-  const fs::path dir = fresh_folder("mode");
+  const fs::path dir = test::fresh_temp_dir("rules-mode");
   const mode_t old_umask = umask(022);
   RecordWriter(dir / "records.jsonl").append(rec(conv2d(8, 8, 1), "conv2d.naive", 16, status::ok, 1.0));
   umask(old_umask);
@@ -237,7 +232,7 @@ TEST(DispatchRules, OnADistanceTieTheFirstEntryWinsInLookupAndHeader) {
   EXPECT_EQ(lookup(d, conv2d(1024, 1024, 2)).entry["problem_key"], tall.key());  // the tie holds at any radius
 
   if (std::system("command -v c++ > /dev/null 2>&1") != 0) GTEST_SKIP() << "no c++ on PATH";
-  const fs::path dir = fresh_folder("tie-header");
+  const fs::path dir = test::fresh_temp_dir("rules-tie-header");
   std::ofstream(dir / "convtune_dispatch.h") << make_header(d);
   std::ofstream(dir / "main.cpp") << "#include <cstdio>\n#include \"convtune_dispatch.h\"\nint main() {\n"
                                      "  const int64_t dims[] = {1024, 1024, 1};  // h, w, r\n"
@@ -284,7 +279,7 @@ std::vector<fs::path> strategy_shards(const fs::path& root, const std::string& s
 // A search strategy measures a chosen subset of each problem: a problem with any record is covered, and
 // only a problem with none is a gap (the shipped run has 12 problems of 72 candidates each).
 TEST(MergeRules, SearchStrategyShardsCountGapsPerProblem) {
-  const fs::path root = fresh_folder("merge-strategy");
+  const fs::path root = test::fresh_temp_dir("rules-merge-strategy");
   const std::string lost = "conv2d/h=2048,r=7,w=2048";
   const auto shards = strategy_shards(root, "anneal", 2, [&](const json& r, int nth) {
     return nth < 5 && r["problem_key"] != lost;  // five candidates of each problem, none of one
@@ -300,7 +295,7 @@ TEST(MergeRules, SearchStrategyShardsCountGapsPerProblem) {
 
 // Exhaustive shards are counted per candidate: the same records leave 12 * 72 - 11 * 5 gaps.
 TEST(MergeRules, ExhaustiveShardsCountGapsPerCandidate) {
-  const fs::path root = fresh_folder("merge-exhaustive");
+  const fs::path root = test::fresh_temp_dir("rules-merge-exhaustive");
   const std::string lost = "conv2d/h=2048,r=7,w=2048";
   const auto shards = strategy_shards(root, "exhaustive", 2, [&](const json& r, int nth) {
     return nth < 5 && r["problem_key"] != lost;
@@ -315,7 +310,7 @@ TEST(MergeRules, ExhaustiveShardsCountGapsPerCandidate) {
 // Every field that makes records comparable is compared, each named in the refusal; a refused merge
 // writes nothing.
 TEST(MergeRules, RefusesShardsOfAnotherDriverSchemaOrShardCount) {
-  const fs::path root = fresh_folder("merge-refuse");
+  const fs::path root = test::fresh_temp_dir("rules-merge-refuse");
   const auto shards = strategy_shards(root, "exhaustive", 2, [](const json&, int) { return true; });
   const json original = read_json(shards[1] / "summary.json");
   auto refused_for = [&](const std::function<void(json&)>& change, const std::string& field) {
@@ -345,7 +340,7 @@ TEST(MergeRules, RefusesShardsOfAnotherDriverSchemaOrShardCount) {
 // The new text goes to a temporary and is renamed over the old file: the old inode is never written, so a
 // hard link to it (or a reader holding it open) keeps the old bytes whole.
 TEST(AtomicWrite, ReplacesTheFileInsteadOfWritingIntoIt) {
-  const fs::path dir = fresh_folder("atomic");
+  const fs::path dir = test::fresh_temp_dir("rules-atomic");
   const fs::path path = dir / "summary.json", link = dir / "old-summary.json";
   write_text_atomically(path, "old text, longer than the new one\n");
   fs::create_hard_link(path, link);
@@ -368,7 +363,7 @@ TEST(AtomicWrite, ReplacesTheFileInsteadOfWritingIntoIt) {
 
 // A write that cannot finish throws and leaves the old file as it was.
 TEST(AtomicWrite, AFailedWriteLeavesTheOldFileWhole) {
-  const fs::path dir = fresh_folder("atomic-fail");
+  const fs::path dir = test::fresh_temp_dir("rules-atomic-fail");
   const fs::path path = dir / "dispatch.json";
   write_text_atomically(path, "{\"old\": true}\n");
   fs::create_directory(dir / "dispatch.json.tmp");  // the temporary cannot be opened as a file

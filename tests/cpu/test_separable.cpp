@@ -9,7 +9,7 @@
 
 #include "harness/family.h"
 #include "harness/spec.h"
-#include "harness/sweep.h"
+#include "harness/sweep_plan.h"
 #include "harness/variant.h"
 #include "tests/cpu/test_support.h"
 #include "variants/conv2d_separable/jit_separable.h"

@@ -10,12 +10,15 @@
 #include <sstream>
 
 #include "harness/error.h"
+#include "harness/json_file.h"
+#include "harness/merge.h"
 #include "harness/pack.h"
 #include "harness/records.h"
 #include "harness/select.h"
 #include "harness/shard.h"
 #include "harness/spec.h"
-#include "harness/sweep.h"
+#include "harness/sweep_plan.h"
+#include "test_support.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;
@@ -100,11 +103,6 @@ namespace {
 
 const fs::path kShipped = fs::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-80gb-hbm3/conv2d-register-tiled-20261123-161324";
 
-fs::path fresh(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("convtune-shard-test-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  return d;
-}
 
 // Splits the shipped run into n shard folders as n `--shard i/n` jobs would have written them.
 std::vector<fs::path> split(const fs::path& root, int n) {
@@ -133,7 +131,7 @@ std::map<std::string, std::string> choices(const fs::path& run) {
 }  // namespace
 
 TEST(Merge, ShardsOfARealRunMergeIntoTheSameChoices) {
-  const fs::path root = fresh("real");
+  const fs::path root = test::fresh_temp_dir("shard-test-real");
   const auto shards = split(root, 3);
   std::ostringstream log;
   const json summary = merge_runs(shards, root / "merged", {"convtune", "merge"}, log);
@@ -153,7 +151,7 @@ TEST(Merge, APackedShardMergesLikeAPlainOne) {
 #ifndef CONVTUNE_HAVE_ZLIB
   GTEST_SKIP() << "built without zlib";
 #endif
-  const fs::path root = fresh("packed");
+  const fs::path root = test::fresh_temp_dir("shard-test-packed");
   const auto shards = split(root, 2);
   ASSERT_EQ(pack_run(shards[1]).size(), 1u);
   ASSERT_FALSE(fs::exists(shards[1] / "records.jsonl"));
@@ -167,7 +165,7 @@ TEST(Merge, APackedShardMergesLikeAPlainOne) {
 }
 
 TEST(Merge, ReportsDuplicatesGapsAndMissingShards) {
-  const fs::path root = fresh("gaps");
+  const fs::path root = test::fresh_temp_dir("shard-test-gaps");
   auto shards = split(root, 2);
   // One record of shard 1 also in shard 0, and one planned record of shard 0 lost.
   const auto s1 = read_records(shards[1] / "records.jsonl").records;
@@ -190,7 +188,7 @@ TEST(Merge, ReportsDuplicatesGapsAndMissingShards) {
 }
 
 TEST(Merge, RefusesIncompatibleShardsNamingTheField) {
-  const fs::path root = fresh("refuse");
+  const fs::path root = test::fresh_temp_dir("shard-test-refuse");
   const auto shards = split(root, 2);
   auto refused = [&](const std::vector<fs::path>& runs, const std::string& field) {
     std::ostringstream log;

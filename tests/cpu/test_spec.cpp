@@ -9,7 +9,7 @@
 
 #include "harness/error.h"
 #include "harness/spec.h"
-#include "harness/sweep.h"
+#include "harness/sweep_plan.h"
 
 using namespace convtune;
 

@@ -1,10 +1,12 @@
 // Helpers the CPU tests share: error messages, exact values, and compiling many kernels at once.
 #pragma once
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <numeric>
 #include <set>
 #include <mutex>
@@ -141,6 +143,16 @@ inline void expect_all_compile(const std::vector<JitProgram>& programs,
     });
   for (auto& th : pool) th.join();
   for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+// An empty folder of the test's own, <tmp>/convtune-<tag>-<pid>: emptied first, as an earlier run that
+// crashed may have left it full.
+inline std::filesystem::path fresh_temp_dir(const std::string& tag) {
+  const std::filesystem::path d =
+      std::filesystem::temp_directory_path() / ("convtune-" + tag + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
 }
 
 }  // namespace convtune::test

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "harness/dispatch.h"
-#include "harness/sweep.h"
+#include "harness/json_file.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "harness/device.h"
+#include "harness/json_file.h"
 #include "harness/records.h"
-#include "harness/sweep.h"
 
 using namespace convtune;
 namespace fs = std::filesystem;
@@ -83,9 +83,10 @@ void expect_no_leftovers(const fs::path& run) {
 }
 
 // What the plan holds, as `--dry-run --json` prints it: problem + candidate keys (with `env` before the CLI).
-std::set<std::string> planned_keys(const fs::path& dir, const std::string& env = "") {
+std::set<std::string> planned_keys(const fs::path& dir, const std::string& env = "",
+                                  const std::string& binary = CONVTUNE_BINARY) {
   const fs::path out = dir / "plan.json";
-  EXPECT_EQ(run_cli(env + " " + CONVTUNE_BINARY + " sweep " + (dir / "spec.json").string() + " --dry-run --json > " +
+  EXPECT_EQ(run_cli(env + " " + binary + " sweep " + (dir / "spec.json").string() + " --dry-run --json > " +
                         out.string(), false),
             0);
   std::set<std::string> keys;
@@ -129,9 +130,9 @@ TEST(GpuSweep, SurvivesFaultsHangsAndAborts) {
     "budget": {"candidate_timeout_s": 3},
     "measure": {"time_cap_s": 0.05, "min_samples": 3}
   })";
-  // Only the CLI child registers the faulty variant (at its start-up); this process never does.
+  // Only the CLI built with the faulty variant registers it; this process never does.
   const auto t0 = std::chrono::steady_clock::now();
-  const int rc = run_cli("env CONVTUNE_TEST_FAULTS=1 " + std::string(CONVTUNE_BINARY) + " sweep " +
+  const int rc = run_cli(std::string(CONVTUNE_WITH_FAULTS_BINARY) + " sweep " +
                     (dir / "spec.json").string() + " --quiet --results " + (dir / "results").string() + " 2>" +
                     (dir / "log").string() + " >/dev/null", false);
   std::printf("fault sweep took %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -303,10 +304,10 @@ TEST(GpuSweep, SpreadsOverEveryGpuInOneFolderAndSurvivesFaults) {
     "budget": {"candidate_timeout_s": 3},
     "measure": {"time_cap_s": 0.05, "min_samples": 5}
   })";
-  const std::string env = "env CONVTUNE_TEST_FAULTS=1 CONVTUNE_CACHE_DIR=" + (dir / "jit").string();
-  const std::set<std::string> planned = planned_keys(dir, env);
+  const std::string env = "env CONVTUNE_CACHE_DIR=" + (dir / "jit").string();
+  const std::set<std::string> planned = planned_keys(dir, env, CONVTUNE_WITH_FAULTS_BINARY);
   const auto t0 = std::chrono::steady_clock::now();
-  const int rc = run_cli(env + " " + CONVTUNE_BINARY + " sweep " + (dir / "spec.json").string() + " --devices all --results " +
+  const int rc = run_cli(env + " " + CONVTUNE_WITH_FAULTS_BINARY + " sweep " + (dir / "spec.json").string() + " --devices all --results " +
                              (dir / "results").string() + " >/dev/null 2>" + (dir / "log").string(),
                          false);
   std::printf("multi-GPU sweep on %d GPUs took %.1f s\n", gpus,

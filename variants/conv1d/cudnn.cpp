@@ -1,6 +1,6 @@
-// Library baseline: cuDNN's forward convolution (harness/cudnn_forward.h) on a 1 x n image with a 1 x m filter,
+// Library baseline: cuDNN's forward convolution (harness/cudnn.h) on a 1 x n image with a 1 x m filter,
 // CUDNN_CONVOLUTION (the filter flipped, as the family defines it), pad m - 1 for full and 0 for valid.
-#include "harness/cudnn_forward.h"
+#include "harness/cudnn.h"
 #include "variants/conv1d/jit_conv1d.h"
 
 namespace convtune {
@@ -32,7 +32,7 @@ class Conv1dCudnn : public Variant {
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache&) const override {
     const Conv1d p(prob);
     const int pad = p.full ? int(p.m - 1) : 0;
-    return make_cudnn_forward_plan({1, int(p.n), 1, int(p.m), 0, pad, 1, int(p.outputs()), true}, c);
+    return make_cudnn_forward_plan({1, 1, 1, p.n, 1, 1, p.m, 0, pad, 1, 1, 1, p.outputs(), true}, c);
   }
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "harness/cuda_raii.h"
+#include "harness/jit_options.h"
 #include "harness/variant.h"
 #include "variants/conv1d/conv1d.h"
 
@@ -14,10 +15,6 @@ namespace convtune {
 inline constexpr int64_t kMaxConstantTaps = 16384;     // 64 KiB of constant memory
 inline constexpr double kMaxSpatialMultiplyAdds = 0x1p41;  // ~70 ms at 65 TFLOP/s: beyond, spatial is pointless
 
-inline std::vector<json> int_values(std::initializer_list<int> v) { return std::vector<json>(v.begin(), v.end()); }
-inline int cfg(const Config& c, const char* name) { return c.at(name).get<int>(); }
-inline std::string def(const char* name, int64_t value) { return std::string("-D") + name + "=" + std::to_string(value); }
-inline int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // A direct fp32 sum of m products: rounding grows like sqrt(m) (random signs), so the bound does too.
 inline Tolerance direct_tolerance(int64_t taps) {

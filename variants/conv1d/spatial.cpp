@@ -59,7 +59,7 @@ class DirectPlan : public Conv1dKernelPlan {
     long long n = p_.n, outputs = p_.outputs(), shift = shift_of(p_);
     int m = int(p_.m);
     void* args[] = {&x_, &g, &y_, &n, &m, &outputs, &shift};
-    launch(fn_, dim3(unsigned(div_up(outputs, int64_t(threads_) * per_thread_))), dim3(threads_), 0, s, args);
+    launch(fn_, dim3(unsigned(ceil_div(outputs, int64_t(threads_) * per_thread_))), dim3(threads_), 0, s, args);
   }
 
  private:
@@ -84,18 +84,18 @@ class Conv1dDirect : public Variant {
   }
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {
     const Conv1d p(prob);
-    if (cfg(c, "threads") > dev.max_threads_per_block) return Status::no("more threads than the device allows");
+    if (cfg_int(c, "threads") > dev.max_threads_per_block) return Status::no("more threads than the device allows");
     if (c.at("filter") == "constant" && p.m > kMaxConstantTaps)
       return Status::no("m = " + std::to_string(p.m) + " > " + std::to_string(kMaxConstantTaps) +
                         " taps do not fit in constant memory");
-    if (div_up(p.outputs(), int64_t(cfg(c, "threads")) * cfg(c, "outputs_per_thread")) > INT32_MAX)
+    if (ceil_div(p.outputs(), int64_t(cfg_int(c, "threads")) * cfg_int(c, "outputs_per_thread")) > INT32_MAX)
       return Status::no("more than 2^31 blocks");
     return spatial_work_fits(p);
   }
   Cost cost(const Problem& prob, const Config& c) const override {
     const Conv1d p(prob);
     // Each block reads its outputs' span plus the m - 1 halo (through L1), once per block.
-    const double tile = double(cfg(c, "threads")) * cfg(c, "outputs_per_thread");
+    const double tile = double(cfg_int(c, "threads")) * cfg_int(c, "outputs_per_thread");
     const double blocks = std::ceil(double(p.outputs()) / tile);
     return {prob.direct_flops(), 2.0 * double(p.outputs()) * double(p.m), prob.min_bytes(),
             4.0 * (blocks * (tile + double(p.m) - 1) + double(p.m) + double(p.outputs()))};
@@ -103,12 +103,12 @@ class Conv1dDirect : public Variant {
   Tolerance tolerance(const Problem& p, const Config&) const override { return direct_tolerance(p.at("m")); }
   std::vector<JitProgram> programs(const Problem&, const Config& c) const override {
     return {{"conv1d_direct.cuh",
-             {def("THREADS", cfg(c, "threads")), def("C", cfg(c, "outputs_per_thread")),
-              def("FILTER_CONSTANT", c.at("filter") == "constant")}}};
+             {define("THREADS", cfg_int(c, "threads")), define("C", cfg_int(c, "outputs_per_thread")),
+              define("FILTER_CONSTANT", c.at("filter") == "constant")}}};
   }
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache& jit) const override {
-    return std::make_unique<DirectPlan>(Conv1d(prob), jit.module(programs(prob, c).front()), cfg(c, "threads"),
-                                        cfg(c, "outputs_per_thread"), c.at("filter") == "constant");
+    return std::make_unique<DirectPlan>(Conv1d(prob), jit.module(programs(prob, c).front()), cfg_int(c, "threads"),
+                                        cfg_int(c, "outputs_per_thread"), c.at("filter") == "constant");
   }
 };
 
@@ -119,19 +119,19 @@ struct Tile {
   int threads, per_thread, group;
   int64_t m;
   int64_t out() const { return int64_t(threads) * per_thread; }
-  int64_t rows() const { return div_up(m, 32); }
+  int64_t rows() const { return ceil_div(m, 32); }
   int64_t in() const { return out() + 32 * rows(); }
   int64_t smem() const { return 4 * in(); }
   int64_t block_in() const { return out() - (m - 1); }  // overlap-add: inputs per block
 };
 
 Tile tile_of(const Problem& p, const Config& c) {
-  return {cfg(c, "threads"), cfg(c, "outputs_per_thread"), cfg(c, "tap_group"), p.at("m")};
+  return {cfg_int(c, "threads"), cfg_int(c, "outputs_per_thread"), cfg_int(c, "tap_group"), p.at("m")};
 }
 
 JitProgram tiled_program(const Tile& t) {
   return {"conv1d_tiled.cuh",
-          {def("M", t.m), def("THREADS", t.threads), def("P", t.per_thread), def("G", t.group)}};
+          {define("M", t.m), define("THREADS", t.threads), define("P", t.per_thread), define("G", t.group)}};
 }
 
 ParamSpace tiled_space() {
@@ -173,7 +173,7 @@ class OverlapDiscardPlan : public TiledPlan {
   void run(cudaStream_t s) override {
     long long n = p_.n, outputs = p_.outputs(), shift = shift_of(p_);
     void* args[] = {&x_, &y_, &n, &outputs, &shift};
-    launch(fn_, dim3(unsigned(div_up(outputs, t_.out()))), dim3(t_.threads), unsigned(t_.smem()), s, args);
+    launch(fn_, dim3(unsigned(ceil_div(outputs, t_.out()))), dim3(t_.threads), unsigned(t_.smem()), s, args);
   }
 };
 
@@ -216,7 +216,7 @@ int steps_of(const Config& c) {
 class OverlapAddPlan : public TiledPlan {
  public:
   OverlapAddPlan(const Conv1d& p, std::shared_ptr<Module> m, const Tile& t, int k_steps)
-      : TiledPlan(p, std::move(m), t, "conv1d_overlap_add"), k_steps_(k_steps), blocks_(div_up(p.n, t.block_in())) {
+      : TiledPlan(p, std::move(m), t, "conv1d_overlap_add"), k_steps_(k_steps), blocks_(ceil_div(p.n, t.block_in())) {
     zero_fn_ = module_->function("conv1d_zero_overlaps");
   }
   void run(cudaStream_t s) override {
@@ -224,12 +224,12 @@ class OverlapAddPlan : public TiledPlan {
     int k = k_steps_;
     if (k == 0) {
       void* zargs[] = {&y_, &outputs, &first, &blocks};
-      launch(zero_fn_, dim3(unsigned(std::min<int64_t>(65536, div_up((blocks - 1) * (p_.m - 1), 256) + 1))), dim3(256),
+      launch(zero_fn_, dim3(unsigned(std::min<int64_t>(65536, ceil_div((blocks - 1) * (p_.m - 1), 256) + 1))), dim3(256),
              0, s, zargs);
     }
     for (int step = 0; step < std::max(k, 1); ++step) {
       void* args[] = {&x_, &y_, &n, &outputs, &first, &blocks, &step, &k};
-      const int64_t grid = k ? div_up(blocks - step, k) : blocks;
+      const int64_t grid = k ? ceil_div(blocks - step, k) : blocks;
       if (grid > 0) launch(fn_, dim3(unsigned(grid)), dim3(t_.threads), unsigned(t_.smem()), s, args);
     }
   }

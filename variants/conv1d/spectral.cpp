@@ -42,7 +42,7 @@ class FusedPlan : public Plan {
  public:
   FusedPlan(const Conv1d& p, std::shared_ptr<Module> module, const Fused& f, int sms)
       : p_(p), f_(f), module_(std::move(module)), spectrum_(size_t(f.size)),
-        pairs_(div_up(div_up(p.outputs(), f.size - (p.m - 1)), 2)) {
+        pairs_(ceil_div(ceil_div(p.outputs(), f.size - (p.m - 1)), 2)) {
     fn_ = module_->function("conv1d_fused_fft");
     attrs_ = kernel_attributes(fn_, f.threads, int(f.smem()));
     grid_ = f.persistent ? std::min<int64_t>(pairs_, int64_t(sms) * std::max(1, attrs_.blocks_per_sm)) : pairs_;
@@ -78,7 +78,7 @@ class FusedPlan : public Plan {
 };
 
 Fused fused_of(const Config& c) {
-  return {cfg(c, "fft_size"), cfg(c, "threads"), cfg(c, "radix"), c.at("grid") == "persistent"};
+  return {cfg_int(c, "fft_size"), cfg_int(c, "threads"), cfg_int(c, "radix"), c.at("grid") == "persistent"};
 }
 
 class Conv1dFusedFft : public Variant {
@@ -118,8 +118,8 @@ class Conv1dFusedFft : public Variant {
   Tolerance tolerance(const Problem&, const Config&) const override { return kSpectralFp32Tolerance; }
   std::vector<JitProgram> programs(const Problem& p, const Config& c) const override {
     return {{"conv1d_fused_fft.cuh",
-             {def("N", cfg(c, "fft_size")), def("THREADS", cfg(c, "threads")), def("M", p.at("m")),
-              def("RADIX", cfg(c, "radix")), def("PERSISTENT", c.at("grid") == "persistent")}}};
+             {define("N", cfg_int(c, "fft_size")), define("THREADS", cfg_int(c, "threads")), define("M", p.at("m")),
+              define("RADIX", cfg_int(c, "radix")), define("PERSISTENT", c.at("grid") == "persistent")}}};
   }
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo& dev, JitCache& jit) const override {
     return std::make_unique<FusedPlan>(Conv1d(prob), jit.module(programs(prob, c).front()), fused_of(c), dev.sms);
@@ -183,7 +183,7 @@ class BatchedVariant : public Variant {
   Tolerance tolerance(const Problem&, const Config&) const override { return kSpectralFp32Tolerance; }
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo&) const override {
     const Conv1d p(prob);
-    const int64_t size = cfg(c, "fft_size");
+    const int64_t size = cfg_int(c, "fft_size");
     if (!is_smooth(size)) return Status::no("FFT size " + std::to_string(size) + " has a prime factor above 7");
     return enough_valid(p, size);
   }
@@ -192,7 +192,7 @@ class BatchedVariant : public Variant {
 class OverlapDiscardFftPlan : public Plan {
  public:
   OverlapDiscardFftPlan(const Conv1d& p, int64_t size)
-      : p_(p), size_(size), valid_(size - (p.m - 1)), windows_(div_up(p.outputs(), valid_)), fft_(size, windows_) {}
+      : p_(p), size_(size), valid_(size - (p.m - 1)), windows_(ceil_div(p.outputs(), valid_)), fft_(size, windows_) {}
   void bind(const Operands& ops, cudaStream_t s) override {
     x_ = ops.data.at(0);
     y_ = ops.output();
@@ -226,19 +226,19 @@ class Conv1dOverlapDiscardFft : public BatchedVariant {
   }
   Cost cost(const Problem& prob, const Config& c) const override {
     const Conv1d p(prob);
-    const double size = cfg(c, "fft_size"), windows = std::ceil(double(p.outputs()) / (size - double(p.m) + 1));
+    const double size = cfg_int(c, "fft_size"), windows = std::ceil(double(p.outputs()) / (size - double(p.m) + 1));
     return {prob.direct_flops(), windows * (fft_flops(size) + 6.0 * size), prob.min_bytes(),
             batched_bytes(p, windows * size, windows * size)};
   }
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache&) const override {
-    return std::make_unique<OverlapDiscardFftPlan>(Conv1d(prob), cfg(c, "fft_size"));
+    return std::make_unique<OverlapDiscardFftPlan>(Conv1d(prob), cfg_int(c, "fft_size"));
   }
 };
 
 class OverlapAddFftPlan : public Plan {
  public:
   OverlapAddFftPlan(const Conv1d& p, int64_t size, int k_steps)
-      : p_(p), size_(size), block_(size - (p.m - 1)), blocks_(div_up(p.n, block_)), k_steps_(k_steps),
+      : p_(p), size_(size), block_(size - (p.m - 1)), blocks_(ceil_div(p.n, block_)), k_steps_(k_steps),
         fft_(size, blocks_) {}
   void bind(const Operands& ops, cudaStream_t s) override {
     x_ = ops.data.at(0);
@@ -286,7 +286,7 @@ class Conv1dOverlapAddFft : public BatchedVariant {
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {
     if (Status s = BatchedVariant::can_implement(prob, c, dev); !s) return s;
     const Conv1d p(prob);
-    const int64_t block = cfg(c, "fft_size") - (p.m - 1);
+    const int64_t block = cfg_int(c, "fft_size") - (p.m - 1);
     const int k = steps_of(c);
     if (k > 0 && k < conv1d::kstep_min_k(block, p.m))
       return Status::no(std::to_string(k) + " steps let overlapping blocks run together; needs " +
@@ -295,13 +295,13 @@ class Conv1dOverlapAddFft : public BatchedVariant {
   }
   Cost cost(const Problem& prob, const Config& c) const override {
     const Conv1d p(prob);
-    const double size = cfg(c, "fft_size"), block = size - double(p.m) + 1, blocks = std::ceil(double(p.n) / block);
+    const double size = cfg_int(c, "fft_size"), block = size - double(p.m) + 1, blocks = std::ceil(double(p.n) / block);
     // Unpack: every block's span written, the overlapping part read back to be added.
     return {prob.direct_flops(), blocks * (fft_flops(size) + 6.0 * size), prob.min_bytes(),
             batched_bytes(p, blocks * size, double(p.n)) + 4.0 * (blocks * (double(p.m) - 1))};
   }
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache&) const override {
-    return std::make_unique<OverlapAddFftPlan>(Conv1d(prob), cfg(c, "fft_size"), steps_of(c));
+    return std::make_unique<OverlapAddFftPlan>(Conv1d(prob), cfg_int(c, "fft_size"), steps_of(c));
   }
 };
 

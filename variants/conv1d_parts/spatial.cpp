@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/jit_options.h"
 #include "harness/variant.h"
 #include "variants/conv1d_parts/parts.h"
 #include "variants/conv1d_parts/parts_kernels.h"
@@ -174,7 +175,6 @@ class Conv1dPartsSpatial : public Variant {
   static double direct_work(const PartsCounts& k, const SpatialConfig& c) {
     return double(k.pairs) * double(c.l_a) * double(c.l_b);
   }
-  static std::string define(const char* name, int64_t v) { return std::string("-D") + name + "=" + std::to_string(v); }
 };
 
 CONVTUNE_REGISTER_VARIANT(Conv1dPartsSpatial);

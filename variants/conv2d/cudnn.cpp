@@ -1,7 +1,7 @@
-// Library baseline: cuDNN's forward convolution (harness/cudnn_forward.h) on the image, cross-correlation with
+// Library baseline: cuDNN's forward convolution (harness/cudnn.h) on the image, cross-correlation with
 // pad r: y(i,j) = sum_{p,q} x(i - r + p, j - r + q) w(p,q), which with m = p - r is the problem's
 // out(i,j) = sum in(i+m, j+n) f(m+r, n+r).
-#include "harness/cudnn_forward.h"
+#include "harness/cudnn.h"
 #include "variants/conv2d/conv2d.h"
 
 namespace convtune {
@@ -40,7 +40,7 @@ class Conv2dCudnn : public Variant {
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache&) const override {
     const Conv2d p(prob);
     const int h = int(p.h), w = int(p.w), f = int(p.fw()), r = int(p.r);
-    return make_cudnn_forward_plan({h, w, f, f, r, r, h, w, false}, c);
+    return make_cudnn_forward_plan({1, 1, h, w, 1, f, f, r, r, 1, 1, h, w, false}, c);
   }
 };
 

@@ -21,8 +21,8 @@ class Conv2dNaive : public JitConv2dVariant {
   int complexity() const override { return 0; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("block_x", "threads per block along x", values({16, 32, 64, 128}))
-        .add("block_y", "threads per block along y", values({1, 2, 4, 8, 16}));
+        .add("block_x", "threads per block along x", int_values({16, 32, 64, 128}))
+        .add("block_y", "threads per block along y", int_values({1, 2, 4, 8, 16}));
   }
   Cost cost(const Problem& prob, const Config&) const override {
     const Conv2d p(prob);  // every tap loads an input and a filter value
@@ -67,9 +67,9 @@ class Conv2dCoarsened : public JitConv2dVariant {
   int complexity() const override { return 2; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("block_x", "threads per block along x", values({32, 64, 128}))
-        .add("block_y", "threads per block along y", values({1, 2, 4, 8}))
-        .add("coarsen", "outputs per thread", values({2, 4, 8}))
+        .add("block_x", "threads per block along x", int_values({32, 64, 128}))
+        .add("block_y", "threads per block along y", int_values({1, 2, 4, 8}))
+        .add("coarsen", "outputs per thread", int_values({2, 4, 8}))
         .add("direction", "axis of a thread's consecutive outputs", {"x", "y"});
   }
   Cost cost(const Problem& prob, const Config& c) const override {
@@ -103,8 +103,8 @@ class Conv2dTiledIn : public JitConv2dVariant {
   int complexity() const override { return 3; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("out_x", "output tile width", values({4, 8, 16, 24, 28}))
-        .add("out_y", "output tile height", values({4, 8, 16, 24, 28}));
+        .add("out_x", "output tile width", int_values({4, 8, 16, 24, 28}))
+        .add("out_y", "output tile height", int_values({4, 8, 16, 24, 28}));
   }
   Cost cost(const Problem& prob, const Config& c) const override {
     const Conv2d p(prob);  // the seeds' formula: each block loads its whole input tile once
@@ -134,8 +134,8 @@ class Conv2dTiledHalo : public JitConv2dVariant {
   int complexity() const override { return 3; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("tile_x", "tile (and block) width", values({16, 32, 64}))
-        .add("tile_y", "tile (and block) height", values({4, 8, 16, 32}));
+        .add("tile_x", "tile (and block) width", int_values({16, 32, 64}))
+        .add("tile_y", "tile (and block) height", int_values({4, 8, 16, 32}));
   }
   Cost cost(const Problem& prob, const Config& c) const override {
     const Conv2d p(prob);
@@ -166,10 +166,10 @@ class Conv2dRegisterTiled : public JitConv2dVariant {
   int complexity() const override { return 4; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("block_x", "threads per block along x", values({16, 32, 64}))
-        .add("block_y", "threads per block along y", values({2, 4, 8, 16}))
-        .add("px", "outputs per thread along x (vector width of shared loads)", values({1, 2, 4}))
-        .add("py", "outputs per thread along y", values({1, 2, 4, 8}))
+        .add("block_x", "threads per block along x", int_values({16, 32, 64}))
+        .add("block_y", "threads per block along y", int_values({2, 4, 8, 16}))
+        .add("px", "outputs per thread along x (vector width of shared loads)", int_values({1, 2, 4}))
+        .add("py", "outputs per thread along y", int_values({1, 2, 4, 8}))
         .add("order", "outer loop: input rows (each serves py outputs) or filter rows (taps in registers)",
              {"input_rows", "filter_rows"});
   }

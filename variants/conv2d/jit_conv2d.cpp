@@ -6,11 +6,8 @@
 
 namespace convtune {
 
-int cfg_int(const Config& c, const char* name) { return c.at(name).get<int>(); }
 
-std::string define(const char* name, int64_t value) { return std::string("-D") + name + "=" + std::to_string(value); }
 
-unsigned ceil_div(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
 double tiled_bytes(const Conv2d& p, int64_t tile_x, int64_t tile_y, double loads_per_block) {
   const double blocks = double(ceil_div(p.w, tile_x)) * double(ceil_div(p.h, tile_y));

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/jit_options.h"
 #include "harness/variant.h"
 #include "variants/conv2d/conv2d.h"
 
@@ -35,11 +36,6 @@ class JitConv2dVariant : public Variant {
   virtual Status constraints(const Conv2d&, const Config&, const DeviceInfo&) const { return Status::yes(); }
 };
 
-// The usual block-shape parameters and the sizes the tuner should try.
-inline std::vector<json> values(std::initializer_list<int> v) { return std::vector<json>(v.begin(), v.end()); }
-int cfg_int(const Config& c, const char* name);
-std::string define(const char* name, int64_t value);
-unsigned ceil_div(int64_t a, int64_t b);
 
 // Global loads + stores a tiled kernel issues: per block, `tile_loads` input elements, plus the outputs.
 double tiled_bytes(const Conv2d& p, int64_t tile_x, int64_t tile_y, double loads_per_block);

@@ -20,12 +20,12 @@ class Conv2dPipelined : public JitConv2dVariant {
   int complexity() const override { return 5; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("block_x", "threads per block along x", values({32, 64}))
-        .add("block_y", "threads per block along y", values({2, 4, 8}))
-        .add("px", "outputs per thread along x (float4s of a window)", values({4, 8}))
-        .add("py", "outputs per thread along y", values({2, 4, 8}))
-        .add("stages", "steps of input rows in flight, this one included", values({2, 3, 4}))
-        .add("steps", "steps of block_y * py rows a block walks down its strip", values({1, 2, 4, 16, 64}));
+        .add("block_x", "threads per block along x", int_values({32, 64}))
+        .add("block_y", "threads per block along y", int_values({2, 4, 8}))
+        .add("px", "outputs per thread along x (float4s of a window)", int_values({4, 8}))
+        .add("py", "outputs per thread along y", int_values({2, 4, 8}))
+        .add("stages", "steps of input rows in flight, this one included", int_values({2, 3, 4}))
+        .add("steps", "steps of block_y * py rows a block walks down its strip", int_values({1, 2, 4, 16, 64}));
   }
   // Each strip stages its rows once (all_steps * ty of them) plus 2r halo rows per segment; the kernel
   // balances the segments, so they may walk fewer steps than configured.

@@ -24,9 +24,9 @@ class Conv2dShuffleHalo : public JitConv2dVariant {
   int complexity() const override { return 3; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("block_x", "threads per block along x (4 columns each)", values({32, 64, 128, 256}))
-        .add("block_y", "threads per block along y", values({1, 2, 4, 8}))
-        .add("py", "output rows a thread (it reads py + 2r)", values({1, 2, 4, 5, 8}));
+        .add("block_x", "threads per block along x (4 columns each)", int_values({32, 64, 128, 256}))
+        .add("block_y", "threads per block along y", int_values({1, 2, 4, 8}))
+        .add("py", "output rows a thread (it reads py + 2r)", int_values({1, 2, 4, 5, 8}));
   }
   // Each thread reads py + 2r rows of its 4 columns; each warp, 8 edge columns a row.
   Cost cost(const Problem& prob, const Config& c) const override {

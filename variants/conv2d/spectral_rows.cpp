@@ -55,10 +55,10 @@ class Conv2dSpectralRows : public Variant {
   int complexity() const override { return 4; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("ty", "rows a step (the block: ty lines of 8 threads)", values({8, 16}))
+        .add("ty", "rows a step (the block: ty lines of 8 threads)", int_values({8, 16}))
         .add("steps", "steps a block walks down its strip (each segment re-transforms 2r rows above it)",
-             values({4, 8, 16}))
-        .add("regs", "registers a thread may use, about (fewer: more blocks an SM)", values({80, 128}));
+             int_values({4, 8, 16}))
+        .add("regs", "registers a thread may use, about (fewer: more blocks an SM)", int_values({80, 128}));
   }
 
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {

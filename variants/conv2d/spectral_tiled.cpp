@@ -47,9 +47,9 @@ class Conv2dSpectralTiled : public Variant {
   int complexity() const override { return 4; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("n", "FFT tile side (valid outputs per side: n - 2r)", values({32, 64, 128}))
-        .add("p", "points per thread in a line FFT's first step (n / p threads per line)", values({8, 16}))
-        .add("threads", "threads per block", values({128, 256, 512}));  // 1024 caps registers at 64: n = 128 spilled and ran 3x slower
+        .add("n", "FFT tile side (valid outputs per side: n - 2r)", int_values({32, 64, 128}))
+        .add("p", "points per thread in a line FFT's first step (n / p threads per line)", int_values({8, 16}))
+        .add("threads", "threads per block", int_values({128, 256, 512}));  // 1024 caps registers at 64: n = 128 spilled and ran 3x slower
   }
 
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {

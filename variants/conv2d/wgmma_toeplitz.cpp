@@ -33,11 +33,11 @@ class Conv2dWgmmaToeplitz : public JitConv2dVariant {
   int complexity() const override { return 5; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("pw", "patch width (pw + 2r a multiple of 4)", values({2, 4, 6, 8}))
-        .add("ph", "patch height (pw * ph = 8, 16, 24 or 32: the MMA's N)", values({2, 4, 8}))
-        .add("warpgroups", "warpgroups a block, side by side (8 patches across each)", values({1, 2}))
-        .add("batch", "k8 steps gathered while the previous ones multiply", values({1, 2}))
-        .add("min_blocks", "blocks an SM the registers are capped for", values({2, 4}));
+        .add("pw", "patch width (pw + 2r a multiple of 4)", int_values({2, 4, 6, 8}))
+        .add("ph", "patch height (pw * ph = 8, 16, 24 or 32: the MMA's N)", int_values({2, 4, 8}))
+        .add("warpgroups", "warpgroups a block, side by side (8 patches across each)", int_values({1, 2}))
+        .add("batch", "k8 steps gathered while the previous ones multiply", int_values({1, 2}))
+        .add("min_blocks", "blocks an SM the registers are capped for", int_values({2, 4}));
   }
   // The tensor core computes 3 K multiply-adds an output; each tile is staged with its halo, whole float4s.
   Cost cost(const Problem& prob, const Config& c) const override {

@@ -4,15 +4,9 @@
 
 #include "harness/cuda_raii.h"
 #include "harness/error.h"
+#include "harness/jit_options.h"
 
 namespace convtune {
-
-namespace {
-
-std::string define(const char* name, int64_t value) { return std::string("-D") + name + "=" + std::to_string(value); }
-std::vector<json> ints(std::initializer_list<int> v) { return std::vector<json>(v.begin(), v.end()); }
-
-}  // namespace
 
 SeparableTiling::SeparableTiling(const Config& c)
     : block_x(c.at("block_x").get<int>()), block_y(c.at("block_y").get<int>()), px(c.at("px").get<int>()),
@@ -25,9 +19,9 @@ std::vector<std::string> SeparableTiling::defines(int64_t r) const {
 
 ParamSpace JitSeparableVariant::space(const Problem&, const DeviceInfo&) const {
   return ParamSpace()
-      .add("block_x", "threads per block along x", ints({16, 32, 64}))
-      .add("block_y", "threads per block along y", ints({4, 8, 16}))
-      .add("px", "outputs per thread along x (the vector width of shared-memory loads)", ints({1, 2, 4}))
+      .add("block_x", "threads per block along x", int_values({16, 32, 64}))
+      .add("block_y", "threads per block along y", int_values({4, 8, 16}))
+      .add("px", "outputs per thread along x (the vector width of shared-memory loads)", int_values({1, 2, 4}))
       .add("py", "outputs per thread along y", py_values());
 }
 

@@ -1,6 +1,6 @@
 // Library baseline: cuDNN's cudnnConvolutionBackwardData over the whole layer, one algorithm and math per config.
 #include "variants/layer_bwd_data/layer_bwd_data.h"
-#include "variants/layer_fwd/cudnn_layer.h"
+#include "variants/layer_common/cudnn_layer.h"
 
 namespace convtune {
 namespace {

@@ -2,7 +2,7 @@
 // dilated by the stride (u-1 zeros between its pixels; those taps multiply zeros), padded by r-1-pad,
 // with the filter flipped and its maps transposed: the direct tiled kernel with that correlation.
 #include "variants/layer_bwd_data/layer_bwd_data.h"
-#include "variants/layer_fwd/direct_tiled.h"
+#include "variants/layer_common/direct_tiled.h"
 
 namespace convtune {
 namespace {

@@ -1,7 +1,7 @@
 // layer_bwd_data.gemm_col2im: per chunk of images, one cuBLAS strided-batched SGEMM COL_b = W^T dY_b into the
 // col buffer, then col2im as a gather: each dx element sums the column entries that came from it.
 #include "variants/layer_bwd_data/layer_bwd_data.h"
-#include "variants/layer_fwd/layer_gemm.h"
+#include "variants/layer_common/layer_gemm.h"
 
 namespace convtune {
 namespace {

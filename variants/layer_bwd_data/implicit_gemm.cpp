@@ -1,7 +1,7 @@
 // layer_bwd_data.implicit_gemm: dx as the GEMM over (img, y, x) x c x (k, i, j); see
-// variants/layer_fwd/implicit_gemm.h.
+// variants/layer_common/implicit_gemm.h.
 #include "variants/layer_bwd_data/layer_bwd_data.h"
-#include "variants/layer_fwd/implicit_gemm.h"
+#include "variants/layer_common/implicit_gemm.h"
 
 namespace convtune {
 namespace {

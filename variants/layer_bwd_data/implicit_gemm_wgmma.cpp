@@ -1,7 +1,7 @@
 // layer_bwd_data.implicit_gemm_wgmma: dx as the GEMM over (img, y, x) x c x (k, i, j) on wgmma; see
-// variants/layer_fwd/wgmma_gemm.h.
+// variants/layer_common/wgmma_gemm.h.
 #include "variants/layer_bwd_data/layer_bwd_data.h"
-#include "variants/layer_fwd/wgmma_gemm.h"
+#include "variants/layer_common/wgmma_gemm.h"
 
 namespace convtune {
 namespace {

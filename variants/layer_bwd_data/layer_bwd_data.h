@@ -3,9 +3,9 @@
 //   dx[n,c,y,x] = sum over (k, i, j, p, q) with p*u - pad_h + i = y and q*v - pad_w + j = x
 //                 of dy[n,k,p,q] * filter[k,c,i,j]
 // so that <fwd(x, w), dy> = <x, bwd_data(dy, w)> for every x. Rows and columns under padding or skipped
-// by the stride get nothing from those taps. Shapes: variants/layer_fwd/layer_shape.h.
+// by the stride get nothing from those taps. Shapes: variants/layer_common/layer_shape.h.
 #pragma once
-#include "variants/layer_fwd/layer_shape.h"
+#include "variants/layer_common/layer_shape.h"
 
 namespace convtune {
 

@@ -1,6 +1,6 @@
-// layer_bwd_data.winograd: Winograd F(2x2,3x3) on dy with the rotated, transposed filter (variants/layer_fwd/winograd.h).
+// layer_bwd_data.winograd: Winograd F(2x2,3x3) on dy with the rotated, transposed filter (variants/layer_common/winograd.h).
 #include "variants/layer_bwd_data/layer_bwd_data.h"
-#include "variants/layer_fwd/winograd.h"
+#include "variants/layer_common/winograd.h"
 
 namespace convtune {
 namespace {

@@ -1,6 +1,6 @@
 // Library baseline: cuDNN's cudnnConvolutionBackwardFilter over the whole layer, one algorithm and math per config.
 #include "variants/layer_bwd_filter/layer_bwd_filter.h"
-#include "variants/layer_fwd/cudnn_layer.h"
+#include "variants/layer_common/cudnn_layer.h"
 
 namespace convtune {
 namespace {

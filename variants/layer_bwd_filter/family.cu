@@ -3,7 +3,7 @@
 #include "harness/cuda_raii.h"
 #include "harness/error.h"
 #include "harness/gpu_kernels.h"
-#include "variants/layer_fwd/layer_family.h"
+#include "variants/layer_common/layer_family.h"
 #include "variants/layer_bwd_filter/layer_bwd_filter.h"
 
 namespace convtune {

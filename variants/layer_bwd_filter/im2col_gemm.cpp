@@ -3,7 +3,7 @@
 // itself (beta = 1 after the first image); with more, it writes per-image partials that a kernel adds into dw
 // in image order. Either way the sum's order is fixed: deterministic.
 #include "variants/layer_bwd_filter/layer_bwd_filter.h"
-#include "variants/layer_fwd/layer_gemm.h"
+#include "variants/layer_common/layer_gemm.h"
 
 namespace convtune {
 namespace {
@@ -71,7 +71,7 @@ class LayerBwdFilterIm2colGemm : public Im2colGemmVariant {
     const LayerShape l(p);
     const double filter = double(l.filter_elements());
     if (chunk_images(c) == 1) return 8.0 * filter * double(l.n - 1);
-    const double chunks = double(layer_div_up(l.n, chunk_images(c)));
+    const double chunks = double(ceil_div(l.n, chunk_images(c)));
     return 8.0 * filter * double(l.n) + 8.0 * filter * (chunks - 1);
   }
 };

@@ -2,9 +2,9 @@
 // respect to its filter, cuDNN's backward-filter:
 //   dw[k,c,i,j] = sum_{n,p,q} x[n, c, p*u - pad_h + i, q*v - pad_w + j] * dy[n,k,p,q]
 // with zeros outside the image, so that <fwd(x, w), dy> = <w, bwd_filter(x, dy)> for every w. Few outputs,
-// each a long sum over n*P*Q terms. Shapes: variants/layer_fwd/layer_shape.h.
+// each a long sum over n*P*Q terms. Shapes: variants/layer_common/layer_shape.h.
 #pragma once
-#include "variants/layer_fwd/layer_shape.h"
+#include "variants/layer_common/layer_shape.h"
 
 namespace convtune {
 

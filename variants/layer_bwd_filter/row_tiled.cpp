@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "variants/layer_bwd_filter/layer_bwd_filter.h"
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/layer_variant.h"
 
 namespace convtune {
 namespace {
@@ -16,9 +16,9 @@ constexpr int kMaxInputMaps = 16;  // the block re-stages dy for every input map
 // The kernel's shared memory (kernels/layer_bwd_filter_rows.cuh): two buffers of dy's rows of `maps` maps,
 // two rings of r + 1 x rows with their zero borders, two mbarriers for the bulk copies.
 int64_t shared_bytes(const LayerShape& l, const Config& c) {
-  const int64_t row = layer_div_up(l.q, 128) * 128, x_offset = 4 * layer_div_up(l.pad_w, 4);
-  const int64_t x_row = 4 * layer_div_up(x_offset + row + l.s, 4);
-  return 2 * 4 * (cfg_value(c, "maps") * row + (l.r + 1) * x_row) + 2 * 8;  // + two mbarriers
+  const int64_t row = ceil_div(l.q, 128) * 128, x_offset = 4 * ceil_div(l.pad_w, 4);
+  const int64_t x_row = 4 * ceil_div(x_offset + row + l.s, 4);
+  return 2 * 4 * (cfg_int(c, "maps") * row + (l.r + 1) * x_row) + 2 * 8;  // + two mbarriers
 }
 
 class LayerBwdFilterRowTiled : public JitLayerVariant {
@@ -39,10 +39,10 @@ class LayerBwdFilterRowTiled : public JitLayerVariant {
   }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("maps", "output maps per block (accumulators per lane: maps x s)", layer_values({4, 8}))
-        .add("splits", "blocks the (image, row) pairs are split over", layer_values({32, 64, 128, 256}))
+        .add("maps", "output maps per block (accumulators per lane: maps x s)", int_values({4, 8}))
+        .add("splits", "blocks the (image, row) pairs are split over", int_values({32, 64, 128, 256}))
         .add("min_blocks", "blocks per SM the register count must allow (1: the compiler's choice)",
-             layer_values({1, 4}));
+             int_values({1, 4}));
   }
   Tolerance tolerance(const Problem& p, const Config&) const override {
     return layer_tolerance(bwd_filter_sum_length(LayerShape(p)), kMathFp32);
@@ -50,8 +50,8 @@ class LayerBwdFilterRowTiled : public JitLayerVariant {
   // dy staged once per input map, x once per map group; the partial sums written and read once.
   Cost cost(const Problem& p, const Config& c) const override {
     const LayerShape l(p);
-    const double groups = double(layer_div_up(l.k, cfg_value(c, "maps")));
-    const double partials = double(cfg_value(c, "splits")) * double(l.filter_elements());
+    const double groups = double(ceil_div(l.k, cfg_int(c, "maps")));
+    const double partials = double(cfg_int(c, "splits")) * double(l.filter_elements());
     const double bytes = 4.0 * (double(l.y_elements()) * double(l.c) + double(l.x_elements()) * groups +
                                 2 * partials + double(l.filter_elements()));
     return {p.direct_flops(), p.direct_flops(), operand_bytes(p), bytes};
@@ -64,11 +64,11 @@ class LayerBwdFilterRowTiled : public JitLayerVariant {
     if (dev.cc_major < 8) return Status::no("row_tiled stages rows with cp.async: compute capability 8.0 or later");
     if (l.c > kMaxInputMaps) return Status::no("c > 16 (dy is staged once per input map)");
     if (l.r > 32) return Status::no("r > 32 (a warp per filter row)");
-    if (cfg_value(c, "maps") * l.s > 128) return Status::no("maps x s > 128 accumulators per lane");
-    if (cfg_value(c, "min_blocks") * l.r > 32)
+    if (cfg_int(c, "maps") * l.s > 128) return Status::no("maps x s > 128 accumulators per lane");
+    if (cfg_int(c, "min_blocks") * l.r > 32)
       return Status::no("min_blocks x r > 32 (fewer than 64 registers a thread)");
-    if (cfg_value(c, "maps") > 4 && l.k <= 4) return Status::no("maps 8 with k <= 4 (maps 4 covers them)");
-    if (cfg_value(c, "splits") > l.n * l.p)
+    if (cfg_int(c, "maps") > 4 && l.k <= 4) return Status::no("maps 8 with k <= 4 (maps 4 covers them)");
+    if (cfg_int(c, "splits") > l.n * l.p)
       return Status::no("splits > the " + std::to_string(l.n * l.p) + " (image, row) pairs");
     if (shared_bytes(l, c) > dev.max_smem_per_block_optin)
       return Status::no("shared memory " + std::to_string(shared_bytes(l, c)) + " B > device limit " +
@@ -76,18 +76,18 @@ class LayerBwdFilterRowTiled : public JitLayerVariant {
     return Status::yes();
   }
   std::vector<std::string> defines(const LayerShape&, const Problem&, const Config& c) const override {
-    return {layer_define("MAPS", cfg_value(c, "maps")), layer_define("SPLITS", cfg_value(c, "splits")),
-            layer_define("MIN_BLOCKS", cfg_value(c, "min_blocks"))};
+    return {define("MAPS", cfg_int(c, "maps")), define("SPLITS", cfg_int(c, "splits")),
+            define("MIN_BLOCKS", cfg_int(c, "min_blocks"))};
   }
   std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const override {
-    const int64_t blocks_y = layer_div_up(l.k, cfg_value(c, "maps")) * l.c;
-    const int64_t sum_blocks = std::min<int64_t>(layer_div_up(l.filter_elements(), kSumThreads), 4096);
-    return {{"layer_bwd_filter_rows_kernel", dim3(unsigned(cfg_value(c, "splits")), unsigned(blocks_y)),
+    const int64_t blocks_y = ceil_div(l.k, cfg_int(c, "maps")) * l.c;
+    const int64_t sum_blocks = std::min<int64_t>(ceil_div(l.filter_elements(), kSumThreads), 4096);
+    return {{"layer_bwd_filter_rows_kernel", dim3(unsigned(cfg_int(c, "splits")), unsigned(blocks_y)),
              dim3(unsigned(32 * l.r)), int(shared_bytes(l, c))},
             {"layer_bwd_filter_sum_splits_kernel", dim3(unsigned(sum_blocks)), dim3(kSumThreads)}};
   }
   size_t workspace_bytes(const LayerShape& l, const Config& c) const override {
-    return size_t(cfg_value(c, "splits")) * size_t(l.filter_elements()) * sizeof(float);
+    return size_t(cfg_int(c, "splits")) * size_t(l.filter_elements()) * sizeof(float);
   }
 };
 

@@ -1,6 +1,6 @@
-// layer_bwd_filter.winograd: Winograd F(3x3,2x2) over x's tiles and dy's 2x2 blocks (variants/layer_fwd/winograd.h).
+// layer_bwd_filter.winograd: Winograd F(3x3,2x2) over x's tiles and dy's 2x2 blocks (variants/layer_common/winograd.h).
 #include "variants/layer_bwd_filter/layer_bwd_filter.h"
-#include "variants/layer_fwd/winograd.h"
+#include "variants/layer_common/winograd.h"
 
 namespace convtune {
 namespace {

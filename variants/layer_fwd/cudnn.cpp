@@ -1,7 +1,7 @@
 // Library baseline: cuDNN's cudnnConvolutionForward over the whole layer, one algorithm and math per config;
 // the bias (cudnnAddTensor) and ReLU (cudnnActivationForward, in place) follow it inside the timed run, as
 // separate calls: cudnnConvolutionBiasActivationForward takes only one algorithm with ReLU.
-#include "variants/layer_fwd/cudnn_layer.h"
+#include "variants/layer_common/cudnn_layer.h"
 #include "variants/layer_fwd/layer_fwd.h"
 
 namespace convtune {

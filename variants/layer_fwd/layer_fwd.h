@@ -1,10 +1,10 @@
 // The layer_fwd family: a convolution layer's forward pass, NCHW, as cuDNN computes it with
 // CUDNN_CROSS_CORRELATION (the filter is not flipped, unlike conv1d):
 //   y[n,k,p,q] = sum_{c,i,j} x[n, c, p*u - pad_h + i, q*v - pad_w + j] * filter[k,c,i,j]  (+ bias[k])
-// with zeros outside the image, then ReLU if asked. Shapes: variants/layer_fwd/layer_shape.h.
+// with zeros outside the image, then ReLU if asked. Shapes: variants/layer_common/layer_shape.h.
 // Every layer_fwd variant and both references compute exactly this; the CPU tests pin it.
 #pragma once
-#include "variants/layer_fwd/layer_shape.h"
+#include "variants/layer_common/layer_shape.h"
 
 namespace convtune {
 

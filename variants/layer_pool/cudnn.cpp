@@ -1,8 +1,8 @@
 // Library baseline: cuDNN's cudnnPoolingForward. op 0 is CUDNN_POOLING_MAX, 1 AVERAGE_COUNT_INCLUDE_PADDING,
 // 2 AVERAGE_COUNT_EXCLUDE_PADDING: the family's three ops are cuDNN's definitions. Nothing to tune (cuDNN
 // has one pooling kernel choice per mode), so the space has no parameters: one config.
-#include "variants/layer_fwd/cudnn_layer.h"
-#include "variants/layer_fwd/layer_shape.h"
+#include "variants/layer_common/cudnn_layer.h"
+#include "variants/layer_common/layer_shape.h"
 #include "variants/layer_pool/layer_pool.h"
 
 namespace convtune {

@@ -1,6 +1,6 @@
 // layer_pool.direct: one NVRTC kernel, the window, stride, padding and op compile-time; each thread computes
 // `outputs_per_thread` consecutive outputs along q, sharing the loads of overlapping windows.
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/layer_variant.h"
 #include "variants/layer_pool/layer_pool.h"
 
 namespace convtune {
@@ -17,8 +17,8 @@ class LayerPoolDirect : public Variant {
   int complexity() const override { return 1; }
   ParamSpace space(const Problem&, const DeviceInfo&) const override {
     return ParamSpace()
-        .add("outputs_per_thread", "consecutive outputs along q per thread", layer_values({1, 2, 4}))
-        .add("block", "threads per block", layer_values({64, 128, 256, 512}));
+        .add("outputs_per_thread", "consecutive outputs along q per thread", int_values({1, 2, 4}))
+        .add("block", "threads per block", int_values({64, 128, 256, 512}));
   }
   Status can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const override {
     if (p.family != kLayerPool) return Status::no("not a layer_pool problem");
@@ -36,9 +36,9 @@ class LayerPoolDirect : public Variant {
   }
   std::vector<JitProgram> programs(const Problem& p, const Config& c) const override {
     JitProgram program{"layer_pool_direct.cuh", layer_defines(LayerShape(p))};
-    program.options.push_back(layer_define("OP", p.at("op")));
-    program.options.push_back(layer_define("OUTPUTS", cfg_value(c, "outputs_per_thread")));
-    program.options.push_back(layer_define("THREADS", cfg_value(c, "block")));
+    program.options.push_back(define("OP", p.at("op")));
+    program.options.push_back(define("OUTPUTS", cfg_int(c, "outputs_per_thread")));
+    program.options.push_back(define("THREADS", cfg_int(c, "block")));
     return {program};
   }
   std::unique_ptr<Plan> prepare(const Problem& p, const Config& c, const DeviceInfo&, JitCache& jit) const override {
@@ -50,12 +50,12 @@ class LayerPoolDirect : public Variant {
 
  private:
   static int64_t threads(const LayerShape& l, const Config& c) {
-    return l.n * l.c * l.p * layer_div_up(l.q, cfg_value(c, "outputs_per_thread"));
+    return l.n * l.c * l.p * ceil_div(l.q, cfg_int(c, "outputs_per_thread"));
   }
-  static int64_t span(const LayerShape& l, const Config& c) { return (cfg_value(c, "outputs_per_thread") - 1) * l.v + l.s; }
+  static int64_t span(const LayerShape& l, const Config& c) { return (cfg_int(c, "outputs_per_thread") - 1) * l.v + l.s; }
   static LayerLaunch pool_launch(const LayerShape& l, const Config& c) {
-    const int block = cfg_value(c, "block");
-    return {"layer_pool_direct", dim3(unsigned(layer_div_up(threads(l, c), block))), dim3(unsigned(block))};
+    const int block = cfg_int(c, "block");
+    return {"layer_pool_direct", dim3(unsigned(ceil_div(threads(l, c), block))), dim3(unsigned(block))};
   }
 };
 

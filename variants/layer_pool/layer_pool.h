@@ -1,5 +1,5 @@
 // The layer_pool family: the seed's subsampling layer, forward only, NCHW; window r x s, zero padding
-// pad_h/pad_w, strides u/v, output n x c x P x Q (floor formula, variants/layer_fwd/layer_shape.h):
+// pad_h/pad_w, strides u/v, output n x c x P x Q (floor formula, variants/layer_common/layer_shape.h):
 //   op 0, max:                       y = max of the window's pixels inside the image (padding ignored,
 //                                    as CUDNN_POOLING_MAX)
 //   op 1, average including padding: y = sum of the window's pixels / (r*s) (padded zeros count; PyTorch's
@@ -8,7 +8,7 @@
 //                                    (CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING)
 // Padding < window (checked) puts at least one image pixel in every window, so no case divides by zero.
 #pragma once
-#include "variants/layer_fwd/layer_shape.h"
+#include "variants/layer_common/layer_shape.h"
 
 namespace convtune {
 

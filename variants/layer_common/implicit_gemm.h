@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "harness/variant.h"
-#include "variants/layer_fwd/kernels/layer_implicit_gemm_gather.cuh"
-#include "variants/layer_fwd/layer_shape.h"
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/kernels/layer_implicit_gemm_gather.cuh"
+#include "variants/layer_common/layer_shape.h"
+#include "variants/layer_common/layer_variant.h"
 
 namespace convtune {
 

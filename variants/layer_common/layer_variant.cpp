@@ -1,4 +1,4 @@
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/layer_variant.h"
 
 #include <algorithm>
 #include <cmath>
@@ -35,16 +35,12 @@ double operand_bytes(const Problem& p) {
   return 4.0 * elements;
 }
 
-std::string layer_define(const char* name, int64_t value) {
-  return std::string("-D") + name + "=" + std::to_string(value);
-}
-
 std::vector<std::string> layer_defines(const LayerShape& l) {
-  return {layer_define("N", l.n),         layer_define("C", l.c),         layer_define("H", l.h),
-          layer_define("W", l.w),         layer_define("K", l.k),         layer_define("R", l.r),
-          layer_define("S", l.s),         layer_define("PAD_H", l.pad_h), layer_define("PAD_W", l.pad_w),
-          layer_define("U", l.u),         layer_define("V", l.v),         layer_define("P", l.p),
-          layer_define("Q", l.q)};
+  return {define("N", l.n),         define("C", l.c),         define("H", l.h),
+          define("W", l.w),         define("K", l.k),         define("R", l.r),
+          define("S", l.s),         define("PAD_H", l.pad_h), define("PAD_W", l.pad_w),
+          define("U", l.u),         define("V", l.v),         define("P", l.p),
+          define("Q", l.q)};
 }
 
 Status launch_fits(const LayerLaunch& launch, const DeviceInfo& dev) {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/layer_variant.h"
 
 namespace convtune {
 

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "harness/variant.h"
-#include "variants/layer_fwd/kernels/layer_winograd_tiles.cuh"
-#include "variants/layer_fwd/layer_shape.h"
+#include "variants/layer_common/kernels/layer_winograd_tiles.cuh"
+#include "variants/layer_common/layer_shape.h"
 
 namespace convtune {
 

@@ -1,7 +1,7 @@
 // What the im2col + cuBLAS GEMM variants of the three layer passes share (layer_fwd.im2col_gemm,
 // layer_bwd_data.gemm_col2im, layer_bwd_filter.im2col_gemm): the chunk and math parameters, the col buffer's
 // size and its bound, the cost, and a plan that walks the batch chunk by chunk with one cuBLAS handle.
-// The column layout is variants/layer_fwd/kernels/layer_im2col_index.cuh's. Implemented in im2col_gemm.cpp.
+// The column layout is variants/layer_common/kernels/layer_im2col_index.cuh's. Implemented in im2col_gemm.cpp.
 #pragma once
 #include <cublas_v2.h>
 
@@ -12,8 +12,8 @@
 
 #include "harness/cuda_raii.h"
 #include "harness/variant.h"
-#include "variants/layer_fwd/kernels/layer_im2col_index.cuh"
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/kernels/layer_im2col_index.cuh"
+#include "variants/layer_common/layer_variant.h"
 
 namespace convtune {
 

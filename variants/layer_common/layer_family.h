@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "harness/family.h"
-#include "variants/layer_fwd/layer_shape.h"
+#include "variants/layer_common/layer_shape.h"
 
 namespace convtune {
 

@@ -1,4 +1,4 @@
-#include "variants/layer_fwd/cudnn_layer.h"
+#include "variants/layer_common/cudnn_layer.h"
 
 #include <algorithm>
 #include <map>
@@ -7,77 +7,13 @@
 #include <vector>
 
 #include "harness/cuda_raii.h"
-#include "harness/cudnn_forward.h"
 #include "harness/error.h"
-#include "variants/layer_fwd/layer_shape.h"
-#include "variants/layer_fwd/layer_variant.h"
+#include "variants/layer_common/layer_shape.h"
+#include "variants/layer_common/layer_variant.h"
 
 namespace convtune {
 
-// ---- algorithms -------------------------------------------------------------------------------------
-
-const std::vector<CudnnAlgo>& cudnn_layer_algos(CudnnPass pass) {
-  static const std::vector<CudnnAlgo> forward = [] {
-    std::vector<CudnnAlgo> a;
-    for (const auto& [name, value] : cudnn_forward_algos()) a.push_back({name, int(value)});
-    return a;
-  }();
-  static const std::vector<CudnnAlgo> backward_data = {
-      {"algo_0", CUDNN_CONVOLUTION_BWD_DATA_ALGO_0},
-      {"algo_1", CUDNN_CONVOLUTION_BWD_DATA_ALGO_1},
-      {"fft", CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT},
-      {"fft_tiling", CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING},
-      {"winograd", CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD},
-      {"winograd_nonfused", CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED},
-  };
-  static_assert(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT == 6, "a new cuDNN backward-data algorithm: add its name");
-  // winograd is "not implemented" in cuDNN's header: kept, so that cuDNN itself says so (skipped with its reason).
-  static const std::vector<CudnnAlgo> backward_filter = {
-      {"algo_0", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0},
-      {"algo_1", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1},
-      {"fft", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT},
-      {"algo_3", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3},
-      {"winograd", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD},
-      {"winograd_nonfused", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED},
-      {"fft_tiling", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING},
-  };
-  static_assert(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT == 7, "a new cuDNN backward-filter algorithm: add its name");
-  switch (pass) {
-    case CudnnPass::forward: return forward;
-    case CudnnPass::backward_data: return backward_data;
-    case CudnnPass::backward_filter: return backward_filter;
-  }
-  throw std::logic_error("unknown cuDNN pass");
-}
-
 namespace {
-
-const char* pass_name(CudnnPass pass) {
-  switch (pass) {
-    case CudnnPass::forward: return "forward";
-    case CudnnPass::backward_data: return "backward-data";
-    case CudnnPass::backward_filter: return "backward-filter";
-  }
-  return "?";
-}
-
-const CudnnAlgo* find_algo(CudnnPass pass, const std::string& name) {
-  for (const CudnnAlgo& a : cudnn_layer_algos(pass))
-    if (a.name == name) return &a;
-  return nullptr;
-}
-
-std::string algo_name(CudnnPass pass, int value) {
-  for (const CudnnAlgo& a : cudnn_layer_algos(pass))
-    if (a.value == value) return a.name;
-  return "unknown_" + std::to_string(value);
-}
-
-std::string algo_names(CudnnPass pass) {
-  std::string out;
-  for (const CudnnAlgo& a : cudnn_layer_algos(pass)) out += (out.empty() ? "" : ", ") + a.name;
-  return out;
-}
 
 // ---- math -------------------------------------------------------------------------------------------
 
@@ -154,8 +90,9 @@ class CudnnConvPlan : public Plan {
   CudnnConvPlan(const Problem& p, CudnnPass pass, const CudnnAlgo& algo, std::string math)
       : problem_(p), pass_(pass), algo_(algo), math_(std::move(math)),
         has_bias_(pass == CudnnPass::forward && p.at("bias") == 1),
-        has_relu_(pass == CudnnPass::forward && p.at("relu") == 1) {
-    set_descriptors();
+        has_relu_(pass == CudnnPass::forward && p.at("relu") == 1), conv_(conv_shape(p), descriptor_math(math_)) {
+    set_nchw(bias_desc_.get(), 1, LayerShape(p).k, 1, 1);
+    CT_CUDNN(cudnnSetActivationDescriptor(relu_desc_.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
     workspace_ = DeviceArray<char>(fitting_workspace(query_workspace(algo_.value)));
   }
 
@@ -165,74 +102,32 @@ class CudnnConvPlan : public Plan {
   }
 
   void run(cudaStream_t stream) override {
-    const cudnnHandle_t h = handle_.get();
+    const cudnnHandle_t h = conv_.handle();
     CT_CUDNN(cudnnSetStream(h, stream));
-    const cudnnStatus_t s = convolve();
-    if (s != CUDNN_STATUS_SUCCESS) throw_cudnn_refusal(s, std::string(pass_name(pass_)) + " algo " + algo_.name);
+    const cudnnStatus_t s = conv_.convolve(pass_, algo_.value, x_, w_, y_, workspace_);
+    if (s != CUDNN_STATUS_SUCCESS) throw_cudnn_refusal(s, std::string(cudnn_pass_name(pass_)) + " algo " + algo_.name);
     const float one = 1.0f, zero = 0.0f;
-    if (has_bias_) CT_CUDNN(cudnnAddTensor(h, &one, bias_desc_.get(), bias_, &one, y_desc_.get(), y_));
+    if (has_bias_) CT_CUDNN(cudnnAddTensor(h, &one, bias_desc_.get(), bias_, &one, conv_.y_desc(), y_));
     if (has_relu_)
-      CT_CUDNN(cudnnActivationForward(h, relu_desc_.get(), &one, y_desc_.get(), y_, &zero, y_desc_.get(), y_));
+      CT_CUDNN(cudnnActivationForward(h, relu_desc_.get(), &one, conv_.y_desc(), y_, &zero, conv_.y_desc(), y_));
   }
 
   size_t workspace_bytes() const override { return workspace_.bytes(); }
   json details() const override { return details_; }
 
  private:
-  void set_descriptors() {
-    const LayerShape l(problem_);
-    set_nchw(x_desc_.get(), l.n, l.c, l.h, l.w);
-    set_nchw(y_desc_.get(), l.n, l.k, l.p, l.q);
-    CT_CUDNN(cudnnSetFilter4dDescriptor(w_desc_.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(l.k), int(l.c),
-                                        int(l.r), int(l.s)));
-    CT_CUDNN(cudnnSetConvolution2dDescriptor(conv_.get(), int(l.pad_h), int(l.pad_w), int(l.u), int(l.v), 1, 1,
-                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    CT_CUDNN(cudnnSetConvolutionMathType(conv_.get(), descriptor_math(math_)));
-    int n = 0, k = 0, p = 0, q = 0;
-    CT_CUDNN(cudnnGetConvolution2dForwardOutputDim(conv_.get(), x_desc_.get(), w_desc_.get(), &n, &k, &p, &q));
-    if (n != l.n || k != l.k || p != l.p || q != l.q)
-      throw CudaError("cuDNN output shape " + std::to_string(p) + "x" + std::to_string(q) + " is not the problem's " +
-                      std::to_string(l.p) + "x" + std::to_string(l.q));
-    set_nchw(bias_desc_.get(), 1, l.k, 1, 1);
-    CT_CUDNN(cudnnSetActivationDescriptor(relu_desc_.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  static CudnnConvShape conv_shape(const Problem& p) {
+    const LayerShape l(p);
+    return {l.n, l.c, l.h, l.w, l.k, l.r, l.s, l.pad_h, l.pad_w, l.u, l.v, l.p, l.q, false};
   }
 
   // The workspace `algo` needs under the descriptor's current math; Unsupported when cuDNN refuses it.
   size_t query_workspace(int algo) const {
-    size_t bytes = 0;
-    last_cudnn_message();  // drop any stale message so that a refusal below carries its own
-    const cudnnStatus_t s = workspace_query(algo, &bytes);
-    if (s != CUDNN_STATUS_SUCCESS)
-      throw Unsupported("cuDNN does not support " + std::string(pass_name(pass_)) + " algo " + algo_name(pass_, algo) +
-                        " for this shape: " + cudnn_message(s));
-    return bytes;
+    return conv_.workspace(pass_, algo, std::string(cudnn_pass_name(pass_)) + " algo " + cudnn_algo_name(pass_, algo));
   }
 
-  cudnnStatus_t workspace_query(int algo, size_t* bytes) const {
-    const cudnnHandle_t h = handle_.get();
-    switch (pass_) {
-      case CudnnPass::forward:
-        return cudnnGetConvolutionForwardWorkspaceSize(h, x_desc_.get(), w_desc_.get(), conv_.get(), y_desc_.get(),
-                                                       cudnnConvolutionFwdAlgo_t(algo), bytes);
-      case CudnnPass::backward_data:
-        return cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_desc_.get(), y_desc_.get(), conv_.get(),
-                                                            x_desc_.get(), cudnnConvolutionBwdDataAlgo_t(algo), bytes);
-      case CudnnPass::backward_filter:
-        return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x_desc_.get(), y_desc_.get(), conv_.get(),
-                                                              w_desc_.get(), cudnnConvolutionBwdFilterAlgo_t(algo),
-                                                              bytes);
-    }
-    return CUDNN_STATUS_BAD_PARAM;
-  }
-
-  // Some algorithms (gemm's explicit im2col, the FFTs) ask for more than the GPU has.
   size_t fitting_workspace(size_t bytes) const {
-    size_t free_bytes = 0, total_bytes = 0;
-    CT_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (bytes > free_bytes)
-      throw Unsupported("cuDNN " + std::string(pass_name(pass_)) + " algo " + algo_.name + " needs a workspace of " +
-                        std::to_string(bytes) + " B; " + std::to_string(free_bytes) + " B free");
-    return bytes;
+    return CudnnConvolution::fitting_workspace(bytes, std::string(cudnn_pass_name(pass_)) + " algo " + algo_.name);
   }
 
   // Operands in the family's order; x_, w_, y_ are the forward's roles (for the backward passes dy is y_,
@@ -252,31 +147,10 @@ class CudnnConvPlan : public Plan {
     }
   }
 
-  cudnnStatus_t convolve() {
-    const cudnnHandle_t h = handle_.get();
-    const float one = 1.0f, zero = 0.0f;
-    void* ws = workspace_.get();
-    const size_t ws_bytes = workspace_.bytes();
-    switch (pass_) {
-      case CudnnPass::forward:
-        return cudnnConvolutionForward(h, &one, x_desc_.get(), x_, w_desc_.get(), w_, conv_.get(),
-                                       cudnnConvolutionFwdAlgo_t(algo_.value), ws, ws_bytes, &zero, y_desc_.get(), y_);
-      case CudnnPass::backward_data:
-        return cudnnConvolutionBackwardData(h, &one, w_desc_.get(), w_, y_desc_.get(), y_, conv_.get(),
-                                            cudnnConvolutionBwdDataAlgo_t(algo_.value), ws, ws_bytes, &zero,
-                                            x_desc_.get(), x_);
-      case CudnnPass::backward_filter:
-        return cudnnConvolutionBackwardFilter(h, &one, x_desc_.get(), x_, y_desc_.get(), y_, conv_.get(),
-                                              cudnnConvolutionBwdFilterAlgo_t(algo_.value), ws, ws_bytes, &zero,
-                                              w_desc_.get(), w_);
-    }
-    return CUDNN_STATUS_BAD_PARAM;
-  }
-
   // The find of this (problem, pass, math), run by the first plan that binds one. It writes the output
   // buffer: bind comes before the runner poisons the output, so no stale result can pass the check.
   const FindOutcome& cached_find(cudaStream_t stream) {
-    const std::string key = problem_.key() + "|" + pass_name(pass_) + "|" + math_;
+    const std::string key = problem_.key() + "|" + cudnn_pass_name(pass_) + "|" + math_;
     std::lock_guard<std::mutex> lock(find_mutex());
     auto it = find_cache().find(key);
     if (it == find_cache().end()) it = find_cache().emplace(key, run_find(stream)).first;
@@ -286,7 +160,7 @@ class CudnnConvPlan : public Plan {
   FindOutcome run_find(cudaStream_t stream) {
     FindOutcome outcome;
     try {
-      CT_CUDNN(cudnnSetStream(handle_.get(), stream));
+      CT_CUDNN(cudnnSetStream(conv_.handle(), stream));
       DeviceArray<char> workspace(find_workspace_bytes());
       outcome.results = find_results(workspace);
     } catch (const CudaError& e) {  // a failed find costs the record its pick, not the run
@@ -301,9 +175,9 @@ class CudnnConvPlan : public Plan {
     size_t free_bytes = 0, total_bytes = 0;
     CT_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
     size_t largest = 0;
-    for (const CudnnAlgo& a : cudnn_layer_algos(pass_)) {
+    for (const CudnnAlgo& a : cudnn_algos(pass_)) {
       size_t bytes = 0;
-      if (workspace_query(a.value, &bytes) == CUDNN_STATUS_SUCCESS && bytes <= free_bytes / 2)
+      if (conv_.workspace_query(pass_, a.value, &bytes) == CUDNN_STATUS_SUCCESS && bytes <= free_bytes / 2)
         largest = std::max(largest, bytes);
     }
     return largest;
@@ -314,29 +188,32 @@ class CudnnConvPlan : public Plan {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   std::vector<FindResult> find_results(DeviceArray<char>& workspace) {
-    const cudnnHandle_t h = handle_.get();
+    const cudnnHandle_t h = conv_.handle();
+    const auto x_desc = conv_.x_desc(), y_desc = conv_.y_desc();
+    const auto w_desc = conv_.w_desc();
+    const auto conv = conv_.conv_desc();
     void* ws = workspace.get();
     const size_t ws_bytes = workspace.bytes();
     int returned = 0;
     switch (pass_) {
       case CudnnPass::forward: {
         cudnnConvolutionFwdAlgoPerf_t perf[kFwdFindCount];
-        CT_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(h, x_desc_.get(), x_, w_desc_.get(), w_, conv_.get(),
-                                                        y_desc_.get(), y_, kFwdFindCount, &returned, perf, ws,
+        CT_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(h, x_desc, x_, w_desc, w_, conv,
+                                                        y_desc, y_, kFwdFindCount, &returned, perf, ws,
                                                         ws_bytes));
         return to_results(perf, returned);
       }
       case CudnnPass::backward_data: {
         cudnnConvolutionBwdDataAlgoPerf_t perf[kBwdDataFindCount];
-        CT_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(h, w_desc_.get(), w_, y_desc_.get(), y_, conv_.get(),
-                                                             x_desc_.get(), x_, kBwdDataFindCount, &returned, perf, ws,
+        CT_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(h, w_desc, w_, y_desc, y_, conv,
+                                                             x_desc, x_, kBwdDataFindCount, &returned, perf, ws,
                                                              ws_bytes));
         return to_results(perf, returned);
       }
       case CudnnPass::backward_filter: {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[kBwdFilterFindCount];
-        CT_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, x_desc_.get(), x_, y_desc_.get(), y_, conv_.get(),
-                                                               w_desc_.get(), w_, kBwdFilterFindCount, &returned, perf,
+        CT_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, x_desc, x_, y_desc, y_, conv,
+                                                               w_desc, w_, kBwdFilterFindCount, &returned, perf,
                                                                ws, ws_bytes));
         return to_results(perf, returned);
       }
@@ -353,7 +230,7 @@ class CudnnConvPlan : public Plan {
     details_ = {{"math", math_},
                 {"algo", algo_.name},
                 {"deterministic", own ? json(own->deterministic) : json(nullptr)},
-                {"cudnn_pick", pick ? json(algo_name(pass_, pick->algo)) : json(nullptr)},
+                {"cudnn_pick", pick ? json(cudnn_algo_name(pass_, pick->algo)) : json(nullptr)},
                 {"library_pick", pick && pick->algo == algo_.value && math_ == natural_math(problem_)},
                 {"cudnn_find_ms", own ? json(own->time_ms) : json(nullptr)}};
     if (!found.error.empty()) details_["cudnn_find_error"] = found.error;
@@ -361,7 +238,7 @@ class CudnnConvPlan : public Plan {
   }
 
   void use_math(cudnnMathType_t math) {
-    CT_CUDNN(cudnnSetConvolutionMathType(conv_.get(), math));
+    conv_.set_math(math);
     const size_t bytes = fitting_workspace(query_workspace(algo_.value));
     if (bytes > workspace_.bytes()) workspace_ = DeviceArray<char>(bytes);
   }
@@ -371,10 +248,8 @@ class CudnnConvPlan : public Plan {
   CudnnAlgo algo_;
   std::string math_;
   bool has_bias_, has_relu_;
-  CudnnHandle handle_;
-  CudnnTensorDesc x_desc_, y_desc_, bias_desc_;
-  CudnnFilterDesc w_desc_;
-  CudnnConvDesc conv_;
+  CudnnConvolution conv_;
+  CudnnTensorDesc bias_desc_;
   CudnnActivationDesc relu_desc_;
   DeviceArray<char> workspace_;
   float* x_ = nullptr;
@@ -388,16 +263,6 @@ class CudnnConvPlan : public Plan {
 
 // ---- shared helpers ---------------------------------------------------------------------------------
 
-void set_nchw(cudnnTensorDescriptor_t desc, int64_t n, int64_t c, int64_t h, int64_t w) {
-  CT_CUDNN(cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(n), int(c), int(h), int(w)));
-}
-
-void throw_cudnn_refusal(cudnnStatus_t s, const std::string& what) {
-  if (CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED)
-    throw Unsupported("cuDNN refused " + what + " for this shape: " + cudnn_message(s));
-  throw CudaError("cuDNN " + what + " failed: " + cudnn_message(s));
-}
-
 Cost cudnn_layer_cost(const Problem& p) {
   const double flops = p.direct_flops(), bytes = operand_bytes(p);
   return {flops, flops, bytes, bytes};
@@ -407,9 +272,9 @@ Cost cudnn_layer_cost(const Problem& p) {
 
 ParamSpace CudnnLayerVariant::space(const Problem&, const DeviceInfo&) const {
   std::vector<json> names;
-  for (const CudnnAlgo& a : cudnn_layer_algos(pass())) names.push_back(a.name);
+  for (const CudnnAlgo& a : cudnn_algos(pass())) names.push_back(a.name);
   return ParamSpace()
-      .add("algo", std::string("cuDNN's ") + pass_name(pass()) + " algorithm (it refuses some per shape at prepare time)",
+      .add("algo", std::string("cuDNN's ") + cudnn_pass_name(pass()) + " algorithm (it refuses some per shape at prepare time)",
            names)
       .add("math", "fp32: CUDNN_FMA_MATH, never TF32; tf32: tensor-op math, TF32 allowed (needs precision = 1)",
            {kMathFp32, kMathTf32});
@@ -417,9 +282,9 @@ ParamSpace CudnnLayerVariant::space(const Problem&, const DeviceInfo&) const {
 
 Status CudnnLayerVariant::can_implement(const Problem& p, const Config& c, const DeviceInfo&) const {
   const std::string algo = c.at("algo").get<std::string>(), math = c.at("math").get<std::string>();
-  if (!find_algo(pass(), algo))
-    return Status::no("unknown cuDNN " + std::string(pass_name(pass())) + " algo '" + algo + "'; allowed: " +
-                      algo_names(pass()));
+  if (!find_cudnn_algo(pass(), algo))
+    return Status::no("unknown cuDNN " + std::string(cudnn_pass_name(pass())) + " algo '" + algo + "'; allowed: " +
+                      cudnn_algo_names(pass()));
   if (math != kMathFp32 && math != kMathTf32) return Status::no("unknown math '" + math + "'; allowed: fp32, tf32");
   return math_allowed(p, math);
 }
@@ -438,8 +303,8 @@ Tolerance CudnnLayerVariant::tolerance(const Problem& p, const Config& c) const 
 std::unique_ptr<Plan> CudnnLayerVariant::prepare(const Problem& p, const Config& c, const DeviceInfo&,
                                                  JitCache&) const {
   const std::string name = c.at("algo").get<std::string>();
-  const CudnnAlgo* algo = find_algo(pass(), name);
-  if (!algo) throw InputError(this->name() + ": unknown algo '" + name + "'; allowed: " + algo_names(pass()));
+  const CudnnAlgo* algo = find_cudnn_algo(pass(), name);
+  if (!algo) throw InputError(this->name() + ": unknown algo '" + name + "'; allowed: " + cudnn_algo_names(pass()));
   return std::make_unique<CudnnConvPlan>(p, pass(), *algo, c.at("math").get<std::string>());
 }
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "variants/layer_fwd/implicit_gemm.h"
+#include "variants/layer_common/implicit_gemm.h"
 
 namespace convtune {
 

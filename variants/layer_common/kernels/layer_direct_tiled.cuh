@@ -8,7 +8,7 @@
 //
 // The same kernel runs backward-data: dE/dX is the forward correlation of dy dilated by the stride (zeros
 // between its pixels), padded by r-1-pad, with the filter flipped and its two map axes swapped (FLIP_SWAP).
-// Defines (variants/layer_fwd/direct_tiled.cpp): OUT_MAPS IN_MAPS IN_H IN_W OUT_H OUT_W STRIDE_H STRIDE_W
+// Defines (variants/layer_common/direct_tiled.cpp): OUT_MAPS IN_MAPS IN_H IN_W OUT_H OUT_W STRIDE_H STRIDE_W
 // DIL_H DIL_W PAD_TOP PAD_LEFT R S FLIP_SWAP BIAS RELU TILE_W TILE_H MAPS MAPS_PER_THREAD PIX_PER_THREAD
 // ROWS_PER_THREAD IN_CHUNK STAGES.
 //

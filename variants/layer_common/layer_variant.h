@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "harness/cuda_raii.h"
+#include "harness/jit_options.h"
 #include "harness/variant.h"
-#include "variants/layer_fwd/layer_shape.h"
+#include "variants/layer_common/layer_shape.h"
 
 namespace convtune {
 
@@ -36,10 +37,6 @@ double operand_bytes(const Problem& p);
 // ---- NVRTC ------------------------------------------------------------------------------------------
 // The shape as defines: N C H W K R S PAD_H PAD_W U V P Q, so that kernels index with constants.
 std::vector<std::string> layer_defines(const LayerShape& l);
-std::string layer_define(const char* name, int64_t value);
-inline int64_t layer_div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-inline int cfg_value(const Config& c, const char* name) { return c.at(name).get<int>(); }
-inline std::vector<json> layer_values(std::initializer_list<int> v) { return std::vector<json>(v.begin(), v.end()); }
 
 struct LayerLaunch {
   std::string kernel;  // the __global__ function's name in the program

@@ -1,0 +1,189 @@
+#include "variants/layer_common/wgmma_gemm.h"
+
+#include <algorithm>
+#include <set>
+
+#include "variants/layer_fwd/layer_fwd.h"
+#include "variants/layer_common/layer_gemm.h"
+
+namespace convtune {
+namespace {
+
+constexpr int kTileK = 32;  // the kernel's BK
+
+int rows_of(int warpgroups) { return 64 * warpgroups; }  // BM: 64 GEMM rows a (MMA) warpgroup
+int tile_m(const Config& c) { return rows_of(cfg_int(c, "warpgroups")); }
+int tile_n(const Config& c) { return cfg_int(c, "tile_n"); }
+// One (n-tile, k-tile) block of the split filter: big + small tiles for 3xTF32, the big one for TF32.
+int block_bytes(const Config& c) { return (config_math(c) == kMath3xTf32 ? 2 : 1) * tile_n(c) * kTileK * 4; }
+
+// The GEMM these kernels compute: backward-filter's transposed (rows (c, i, j) from x, columns k from dy,
+// which is split like a filter), the others as gemm_extent says.
+GemmExtent wgmma_extent(GemmPass pass, const LayerShape& l) {
+  const GemmExtent e = gemm_extent(pass, l);
+  return pass == GemmPass::bwd_filter ? GemmExtent{e.n, e.m, e.t} : e;
+}
+
+}  // namespace
+
+int WgmmaGemmVariant::splits(const Config& c) const { return pass_ == GemmPass::bwd_filter ? cfg_int(c, "splits") : 1; }
+
+size_t WgmmaGemmVariant::split_b_bytes(const LayerShape& l, const Config& c) const {
+  const GemmExtent e = wgmma_extent(pass_, l);
+  return size_t(ceil_div(e.n, tile_n(c))) * size_t(ceil_div(e.t, kTileK)) * size_t(block_bytes(c));
+}
+
+int WgmmaGemmVariant::threads(const Config& c) const {
+  return 128 * (cfg_int(c, "warpgroups") + (specialized() ? 1 : 0));
+}
+
+// The launch's dynamic shared memory, passed to the kernel as SMEM_BYTES, which checks it covers its carve-up:
+// 1024 bytes of slack to align the swizzled tiles, the B blocks, the A tiles (rows of BM + 8), the mbarriers
+// (full only, or full and empty), and for the specialized kernel a tap table of up to R*S + 31 entries.
+int WgmmaGemmVariant::smem_bytes(const LayerShape& l, const Config& c) const {
+  const int stages = cfg_int(c, "stages");
+  // Backward-filter's A tile is row-major (BM rows of 32 + 4 words); the others' k-major (32 rows of BM + 8).
+  const int a_tile = pass_ == GemmPass::bwd_filter ? 4 * tile_m(c) * (kTileK + 4) : 4 * kTileK * (tile_m(c) + 8);
+  const int tiles = 1024 + stages * (block_bytes(c) + a_tile);
+  if (!specialized()) return tiles + 8 * stages;
+  // Backward-filter's table of the tile's rows (16 bytes each), or the others' tap table.
+  const int table = pass_ == GemmPass::bwd_filter ? 16 * tile_m(c) : 8 * int(l.r * l.s + kTileK - 1);
+  return tiles + 16 * stages + table;
+}
+
+std::string WgmmaGemmVariant::summary() const {
+  if (pass_ == GemmPass::bwd_filter)
+    return "implicit GEMM of the backward-filter pass (dw's transpose) on Hopper's warpgroup MMA (wgmma; compute "
+           "capability 9.0 only), warp-specialized: a producer warpgroup gathers x, dy comes pre-split into tf32 "
+           "tiles by bulk copy; the n*P*Q sum split over CTAs and added in order; 3xTF32 (fp32 accuracy) or TF32";
+  return std::string("implicit GEMM of the ") + (pass_ == GemmPass::forward ? "forward" : "backward-data") +
+         " pass on Hopper's warpgroup MMA (wgmma; compute capability 9.0 only): the image gathered by cp.async " +
+         (specialized() ? "(a producer warpgroup, on mbarriers) and split in the MMA warpgroups' registers"
+                        : "and split in registers") +
+         ", the filter pre-split into tf32 tiles by bulk copy; 3xTF32 (fp32 accuracy) or TF32";
+}
+
+// Backward-filter's split counts: powers of two, and for each tile grid the most splits whose CTAs fill the
+// SMs once or twice over: a count just past a full wave leaves its last wave nearly empty (H100, C128 at 18
+// tiles: splits 7 in 0.102 ms, 8 in 0.156).
+std::vector<json> WgmmaGemmVariant::split_values(const Problem& p, const DeviceInfo& dev) const {
+  std::set<int> values = {1, 2, 4, 8, 16, 32, 64, 128};
+  const GemmExtent e = wgmma_extent(pass_, LayerShape(p));
+  for (int wgs : {1, 2})
+    for (int bn : {64, 128}) {
+      const int64_t tiles = ceil_div(e.m, rows_of(wgs)) * ceil_div(e.n, bn);
+      for (int64_t waves : {1, 2})
+        if (dev.sms > 0 && waves * dev.sms >= tiles) values.insert(int(std::min<int64_t>(128, waves * dev.sms / tiles)));
+    }
+  return std::vector<json>(values.begin(), values.end());
+}
+
+ParamSpace WgmmaGemmVariant::space(const Problem& p, const DeviceInfo& dev) const {
+  ParamSpace s;
+  s.add("math", "3xTF32 (strict fp32) or TF32 (precision = 1 only)", {kMath3xTf32, kMathTf32})
+      .add("warpgroups",
+           specialized() ? "MMA warpgroups per CTA (beside the producer), each 64 rows of the GEMM tile (BM = 64 x "
+                           "warpgroups)"
+                         : "warpgroups per CTA, each 64 rows of the GEMM tile (BM = 64 x warpgroups)",
+           specialized() ? int_values({1, 2}) : int_values({1, 2, 4}))
+      .add("tile_n", "GEMM columns per CTA (BN; 128 halves the gathers per product, at twice the registers)",
+           int_values({64, 128}))
+      .add("stages", "shared-memory pipeline depth (A by cp.async, B by bulk copy)", int_values({2, 3, 4}));
+  if (pass_ == GemmPass::bwd_filter)
+    s.add("splits", "CTAs sharing the n*P*Q sum of each tile, added in order by a third kernel (powers of two, "
+                    "and the counts that fill the SMs once or twice for each tile grid)",
+          split_values(p, dev));
+  return s;
+}
+
+Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const DeviceInfo& dev) const {
+  if (const Status hopper = wgmma_supported(dev); !hopper) return hopper;
+  const std::string math = config_math(c);
+  if (math != kMath3xTf32 && math != kMathTf32) return Status::no("math must be 3xtf32 or tf32");
+  const int wgs = cfg_int(c, "warpgroups"), stages = cfg_int(c, "stages");
+  if (specialized() && wgs != 1 && wgs != 2) return Status::no("warpgroups must be 1 or 2 (MMA warpgroups)");
+  if (wgs != 1 && wgs != 2 && wgs != 4) return Status::no("warpgroups must be 1, 2 or 4");
+  if (tile_n(c) != 64 && tile_n(c) != 128) return Status::no("tile_n must be 64 or 128");
+  // 128 columns: 64 accumulator registers twice; four warpgroups would leave under 128 registers a thread.
+  if (tile_n(c) == 128 && wgs == 4) return Status::no("tile_n 128 needs warpgroups 1 or 2 (registers)");
+  if (stages < 2 || stages > 4) return Status::no("stages must be 2, 3 or 4");
+  if (pass_ == GemmPass::bwd_filter && !specialized()) return Status::no("backward-filter needs the specialized kernel");
+  const GemmExtent e = wgmma_extent(pass_, l);
+  // The kernel indexes the GEMM rows and the split filter (in floats) with int.
+  if (double(e.m) + tile_m(c) > kInt32Limit || double(split_b_bytes(l, c)) / 4 > kInt32Limit)
+    return Status::no("GEMM too large for the kernel's 32-bit indices");
+  if (double(workspace_bytes(l, c)) > gemm_workspace_bound(dev))
+    return Status::no("workspace (the split " + std::string(pass_ == GemmPass::bwd_filter ? "dy" : "filter") +
+                      (splits(c) > 1 ? " and the partial sums" : "") + ") " +
+                      std::to_string(int64_t(double(workspace_bytes(l, c)) / double(1 << 20))) + " MiB over the bound");
+  return split_rules(l, c, dev);
+}
+
+// Backward-filter's splits: each must get a k-tile (split z takes k-tiles [z*kt/S, (z+1)*kt/S)), and the
+// count neither too few nor too many for the SMs (split_not_too_few, split_not_too_many).
+Status WgmmaGemmVariant::split_rules(const LayerShape& l, const Config& c, const DeviceInfo& dev) const {
+  if (pass_ != GemmPass::bwd_filter) return Status::yes();
+  const int split = splits(c);
+  const GemmExtent e = wgmma_extent(pass_, l);
+  const int64_t k_tiles = ceil_div(e.t, kTileK);
+  if (split < 1 || split > k_tiles)
+    return Status::no("splits " + std::to_string(split) + " > the " + std::to_string(k_tiles) +
+                      " k-tiles of 32 in the n*P*Q sum");
+  const int64_t tiles = ceil_div(e.m, tile_m(c)) * ceil_div(e.n, tile_n(c));
+  const Status few = split_not_too_few(tiles, split, k_tiles, dev);
+  return few.ok ? split_not_too_many(tiles, split, dev) : few;
+}
+
+Cost WgmmaGemmVariant::cost(const Problem& prob, const Config& c) const {
+  const LayerShape l(prob);
+  const GemmExtent e = wgmma_extent(pass_, l);
+  const double m = double(e.m), n = double(e.n), t = double(e.t);
+  // bytes_model: the split filter (big + small) read by every m-tile, A (im2col-sized, as gathered) by every
+  // n-tile, the output written once (with splits, the partials written and read back first), the split
+  // written once: the L2 -> SM traffic, approximately.
+  const double n_tiles = double(ceil_div(e.n, tile_n(c))), m_tiles = double(ceil_div(e.m, tile_m(c)));
+  const double split = double(split_b_bytes(l, c)), parts = splits(c);
+  const double output = parts > 1 ? 2.0 * parts * m * n + m * n : m * n;
+  const double bytes = m_tiles * split + 4.0 * (n_tiles * m * t + output) + split;
+  return {prob.direct_flops(), 2.0 * m * n * t, operand_bytes(prob), bytes};
+}
+
+Tolerance WgmmaGemmVariant::tolerance(const Problem& prob, const Config& c) const {
+  return layer_tolerance(gemm_extent(pass_, LayerShape(prob)).t, config_math(c));
+}
+
+std::vector<std::string> WgmmaGemmVariant::defines(const LayerShape& l, const Problem& prob, const Config& c) const {
+  std::vector<std::string> o = {define("PASS", int(pass_)),
+                                define("MATH", config_math(c) == kMath3xTf32 ? 1 : 2),
+                                define("WGS", cfg_int(c, "warpgroups")),
+                                define("BN", tile_n(c)),
+                                define("STAGES", cfg_int(c, "stages")),
+                                define("SMEM_BYTES", smem_bytes(l, c))};
+  if (pass_ == GemmPass::forward) {
+    o.push_back(define("BIAS", prob.at("bias")));
+    o.push_back(define("RELU", prob.at("relu")));
+  }
+  if (pass_ == GemmPass::bwd_filter) o.push_back(define("SPLITS", splits(c)));
+  return o;
+}
+
+std::vector<LayerLaunch> WgmmaGemmVariant::launches(const LayerShape& l, const Config& c) const {
+  const GemmExtent e = wgmma_extent(pass_, l);
+  const int64_t n_tiles = ceil_div(e.n, tile_n(c));
+  const int64_t split_elements = n_tiles * tile_n(c) * ceil_div(e.t, kTileK) * kTileK;
+  std::vector<LayerLaunch> out = {
+      {"split_filter_kernel", dim3(unsigned(ceil_div(split_elements, 256))), dim3(256), 0},
+      {"wgmma_gemm_kernel", dim3(unsigned(ceil_div(e.m, tile_m(c))), unsigned(n_tiles), unsigned(splits(c))),
+       dim3(unsigned(threads(c))), smem_bytes(l, c), true}};
+  if (splits(c) > 1) out.push_back({"split_sum_kernel", dim3(unsigned(ceil_div(e.m * e.n, 256))), dim3(256), 0});
+  return out;
+}
+
+// The split filter (or dy), then backward-filter's partial sums when its sum is split.
+size_t WgmmaGemmVariant::workspace_bytes(const LayerShape& l, const Config& c) const {
+  const GemmExtent e = wgmma_extent(pass_, l);
+  const size_t partials = splits(c) > 1 ? size_t(splits(c)) * size_t(e.m) * size_t(e.n) * sizeof(float) : 0;
+  return split_b_bytes(l, c) + partials;
+}
+
+}  // namespace convtune
