@@ -87,6 +87,25 @@ CliResult convtune_cli(std::vector<std::string> args, const fs::path& dir) {
 
 Problem conv2d(int64_t h, int64_t w, int64_t r) { return {"conv2d", {{"h", h}, {"w", w}, {"r", r}}}; }
 
+// The parameter declarations of `entry` in a kernel source, trimmed ("const float* __restrict__ x", "int n"):
+// what a launch passes is the manifest's operands then scalars, and nothing checks the count at run time.
+std::vector<std::string> kernel_parameters(const std::string& source, const std::string& entry) {
+  const size_t open = source.find(entry + "(");
+  if (open == std::string::npos) return {};
+  const size_t close = source.find(')', open);
+  std::vector<std::string> out;
+  std::string text = source.substr(open + entry.size() + 1, close - open - entry.size() - 1);
+  for (size_t at = 0; at <= text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    std::string param = text.substr(at, comma - at);
+    param.erase(0, param.find_first_not_of(" \n"));
+    param.erase(param.find_last_not_of(" \n") + 1);
+    out.push_back(param);
+    at = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST(Plugins, ExpressionsEvaluateWithTheirFunctions) {
@@ -211,7 +230,8 @@ TEST(Plugins, CostModelAndToleranceComeFromTheManifest) {
 TEST(Plugins, NewVariantTemplatesCompileWithNvrtcForSm90) {
   if (!expressions_available()) GTEST_SKIP() << expressions_hint();
   const auto families = plugin_template_families();
-  EXPECT_EQ(families, (std::vector<std::string>{"conv1d", "conv2d", "layer_fwd"}));
+  EXPECT_EQ(families, (std::vector<std::string>{"conv1d", "conv1d_parts", "conv2d", "conv2d_separable", "layer_bwd_data",
+                                                "layer_bwd_filter", "layer_fwd", "layer_pool"}));
   for (const auto& family : families) {
     const fs::path dir = scratch("template-" + family);
     write_plugin_template(family, "compiled_" + family, dir / "p");
@@ -231,13 +251,65 @@ TEST(Plugins, NewVariantTemplatesCompileWithNvrtcForSm90) {
       break;  // one config a family: the others differ only in their defines' values
     }
     EXPECT_EQ(compiled, 1) << family;
+    // It plans every test shape of its family: some config runs there (its launch and defines evaluate), or
+    // the manifest refuses the shape by a constraint it states (conv2d's r <= 16, layer_fwd's bias == 0),
+    // never by a launch or define that fails to evaluate.
+    for (const Problem& shape : find_family(family).test_problems()) {
+      int runnable = 0;
+      std::vector<std::string> refusals;
+      for (const Config& c : v.space(shape, dev).enumerate()) {
+        const Status s = v.can_implement(shape, c, dev);
+        if (!s) {
+          refusals.push_back(s.reason);
+          continue;
+        }
+        EXPECT_NO_THROW(v.programs(shape, c)) << family << " " << shape.key() << " " << c.dump();
+        ++runnable;
+      }
+      if (runnable == 0)
+        for (const auto& why : refusals) EXPECT_EQ(why.rfind("constraint '", 0), 0u) << family << " " << shape.key() << ": " << why;
+    }
+  }
+}
+
+// Every family has a template; its manifest names the family's operands (one fewer is refused, so a template
+// with a wrong count fails here and in the test above), and its kernel takes exactly those operands (inputs
+// const, the output last and writable) and then the manifest's scalars as integers.
+TEST(Plugins, EveryTemplateKernelTakesItsFamilysOperandsThenItsScalars) {
+  if (!expressions_available()) GTEST_SKIP() << expressions_hint();
+  std::vector<std::string> all_families;
+  for (const Family* f : FamilyRegistry::instance().all()) all_families.push_back(f->name());
+  EXPECT_EQ(plugin_template_families(), all_families);
+  for (const auto& family : plugin_template_families()) {
+    const json manifest = template_manifest(family);
+    std::vector<std::string> operand_names;
+    for (const Operand& o : find_family(family).operands(find_family(family).example())) operand_names.push_back(o.name);
+    EXPECT_EQ(manifest["operands"].get<std::vector<std::string>>(), operand_names) << family;
+
+    json short_of_one = manifest;
+    short_of_one["operands"].erase(short_of_one["operands"].size() - 1);
+    const std::string refused =
+        input_error([&] { parse_plugin_manifest(short_of_one, template_sources(family), "t/plugin.json"); });
+    EXPECT_TRUE(contains(refused, std::to_string(operand_names.size()) + " operands")) << family << ": " << refused;
+
+    const std::vector<std::string> params =
+        kernel_parameters(template_sources(family).at("kernel.cuh"), manifest["entry"].get<std::string>());
+    ASSERT_EQ(params.size(), operand_names.size() + manifest["scalars"].size()) << family << ": " << json(params).dump();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const std::string& param = params[i];
+      if (i + 1 < operand_names.size()) EXPECT_EQ(param.rfind("const float*", 0), 0u) << family << " input: " << param;
+      else if (i + 1 == operand_names.size()) EXPECT_EQ(param.rfind("float*", 0), 0u) << family << " output: " << param;
+      else EXPECT_EQ(param.rfind("int ", 0), 0u) << family << " scalar: " << param;
+    }
   }
 }
 
 TEST(Plugins, NewVariantRefusesAndWritesNothing) {
   if (!expressions_available()) GTEST_SKIP() << expressions_hint();
   const fs::path dir = scratch("refusals");
-  EXPECT_TRUE(contains(input_error([&] { write_plugin_template("layer_bwd_data", "x", dir / "a"); }), "allowed: conv1d, conv2d, layer_fwd"));
+  EXPECT_TRUE(contains(input_error([&] { write_plugin_template("conv3d", "x", dir / "a"); }),
+                       "family 'conv3d' has no template; allowed: conv1d, conv1d_parts, conv2d, conv2d_separable, "
+                       "layer_bwd_data, layer_bwd_filter, layer_fwd, layer_pool"));
   EXPECT_TRUE(contains(input_error([&] { write_plugin_template("conv2d", "naive", dir / "a"); }), "is a variant already"));
   EXPECT_TRUE(contains(input_error([&] { write_plugin_template("conv2d", "2x", dir / "a"); }), "name: '2x'"));
   EXPECT_FALSE(fs::exists(dir / "a"));
