@@ -29,42 +29,11 @@ namespace {
 const fs::path kSource = CONVTUNE_SOURCE_DIR;
 const fs::path kShippedRun = kSource / "results/nvidia-h100-80gb-hbm3/conv2d-spectral-20261123-183951";
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// `argv` (argv[0] looked up on PATH) with no shell between: each argument reaches it as written.
-CliResult run_captured(std::vector<std::string> argv, const fs::path& scratch) {
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  const fs::path out = scratch / "cli.out", err = scratch / "cli.err";
-  posix_spawn_file_actions_t io;
-  posix_spawn_file_actions_init(&io);
-  posix_spawn_file_actions_addopen(&io, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&io, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  CliResult r;
-  if (posix_spawnp(&pid, cargv[0], &io, nullptr, cargv.data(), environ) == 0) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  posix_spawn_file_actions_destroy(&io);
-  r.out = read_text(out);
-  r.err = read_text(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
-}
+using test::CliResult;
+using test::read_text;
+using test::run_captured;
 
 CliResult convtune_cli(const std::vector<std::string>& args, const fs::path& scratch) {
   std::vector<std::string> argv = {CONVTUNE_BINARY};

@@ -29,18 +29,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using test::read_text;
 
-// A fresh folder per test under the build's temp dir.
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("convtune-plugins-" + std::to_string(getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+// A fresh folder per test.
+fs::path scratch(const std::string& name) { return test::fresh_temp_dir("plugins-" + name); }
 
 json template_manifest(const std::string& family) { return json::parse(embedded_source(family + "_plugin.json")); }
 std::map<std::string, std::string> template_sources(const std::string& family) {
@@ -54,35 +46,12 @@ std::string manifest_error(const std::function<void(json&)>& change) {
   return input_error([&] { parse_plugin_manifest(m, template_sources("conv2d"), "bad/plugin.json"); });
 }
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out, err;
-};
+using test::CliResult;
 
 // The real binary, no shell between: each argument reaches it as written.
 CliResult convtune_cli(std::vector<std::string> args, const fs::path& dir) {
   args.insert(args.begin(), CONVTUNE_BINARY);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const fs::path out = dir / "cli.out", err = dir / "cli.err";
-  posix_spawn_file_actions_t io;
-  posix_spawn_file_actions_init(&io);
-  posix_spawn_file_actions_addopen(&io, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&io, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  CliResult r;
-  if (posix_spawn(&pid, argv[0], &io, nullptr, argv.data(), environ) == 0) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  posix_spawn_file_actions_destroy(&io);
-  r.out = read_text(out);
-  r.err = read_text(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
+  return test::run_captured(std::move(args), dir);
 }
 
 Problem conv2d(int64_t h, int64_t w, int64_t r) { return {"conv2d", {{"h", h}, {"w", w}, {"r", r}}}; }

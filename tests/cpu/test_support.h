@@ -1,12 +1,17 @@
 // Helpers the CPU tests share: error messages, exact values, and compiling many kernels at once.
 #pragma once
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <set>
 #include <mutex>
@@ -153,6 +158,43 @@ inline std::filesystem::path fresh_temp_dir(const std::string& tag) {
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
+}
+
+// A file's whole text ("" when it cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// `argv` (argv[0] looked up on PATH) with no shell between: each argument reaches it as written; its
+// output and errors pass through files in `scratch`.
+inline CliResult run_captured(std::vector<std::string> argv, const std::filesystem::path& scratch) {
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  const std::filesystem::path out = scratch / "cli.out", err = scratch / "cli.err";
+  posix_spawn_file_actions_t io;
+  posix_spawn_file_actions_init(&io);
+  posix_spawn_file_actions_addopen(&io, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&io, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  CliResult r;
+  if (posix_spawnp(&pid, cargv[0], &io, nullptr, cargv.data(), environ) == 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  posix_spawn_file_actions_destroy(&io);
+  r.out = read_text(out);
+  r.err = read_text(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
 }
 
 }  // namespace convtune::test
