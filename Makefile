@@ -2,6 +2,8 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 SPEC ?= sweeps/default.json
+# Unity build (CMakeLists.txt: CONVTUNE_UNITY) where there are few cores; many cores build more files at once.
+UNITY ?= $(shell [ $(JOBS) -le 8 ] && echo ON || echo OFF)
 export PATH := $(PATH):/usr/local/cuda/bin
 
 .PHONY: all build deps test test-gpu test-slurm sweep quick plots mutate clean
@@ -13,7 +15,7 @@ deps:
 
 build:
 	@bash scripts/deps.sh build
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCONVTUNE_UNITY=$(UNITY) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # CPU tests always; GPU tests skip with a message when there is no GPU; Python tests of the plots.
@@ -44,10 +46,12 @@ plots:
 	if [ -z "$$run" ]; then echo "no run folder under results/"; exit 1; fi; \
 	bash scripts/deps.sh test && python3 scripts/plot.py "$$run"
 
-# Mutation testing of the rule files and the plot scripts (slow: not in CI). Settings (FILES, SAMPLE, SEED,
-# LINES, TIMEOUT, PYTHON) and what it prints: scripts/mutate.sh; the last report: docs/MUTATION.md.
+# Mutation testing of the rule files (slow: not in CI): plan a seeded sample of one-line mutants, try them in
+# parallel workers, report the score and the survivors (scripts/mutate.py; the last report: docs/MUTATION.md).
+# MUTATE="--files harness/select.cpp --sample 0" to choose; `python3 scripts/mutate.py plots` for the plot scripts.
+MUTATE ?=
 mutate:
-	bash scripts/mutate.sh
+	python3 scripts/mutate.py all $(MUTATE)
 
 clean:
 	rm -rf $(BUILD)

@@ -203,13 +203,15 @@ namespace {
 
 // rules::CanRun over the harness: the candidate's variant is registered here and can_implement the shape.
 struct RunCheck {
+  const CompiledTable* table;
   const Problem* problem;
   const DeviceInfo* dev;
 };
 
 bool runs_here(const rules::Entry& e, const int64_t*, void* context) {
   const RunCheck& c = *static_cast<const RunCheck*>(context);
-  return candidate_can_run(entry_candidate(e), *c.problem, *c.dev);
+  const ResolvedCandidate& r = c.table->resolved(e);
+  return candidate_can_run(r.variant, r.config, *c.problem, *c.dev);
 }
 
 std::vector<int64_t> dims_of(const Problem& p) {
@@ -229,9 +231,12 @@ json entry_json(const DispatchTable::Pick& t, const rules::Entry& e, const std::
 }  // namespace
 
 bool candidate_can_run(const json& candidate, const Problem& p, const DeviceInfo& dev) {
-  const Variant* v = Registry::instance().find(candidate.at("variant").get<std::string>());
+  const json& config = candidate.contains("config") ? candidate["config"] : json::object();
+  return candidate_can_run(Registry::instance().find(candidate.at("variant").get<std::string>()), config, p, dev);
+}
+
+bool candidate_can_run(const Variant* v, const json& config, const Problem& p, const DeviceInfo& dev) {
   if (!v || v->family() != p.family) return false;
-  const json config = candidate.value("config", json::object());
   try {  // a table's configs are complete as exported: building the space to complete one costs more than this
     if (v->can_implement(p, config, dev)) return true;
   } catch (const std::exception&) {
@@ -258,7 +263,7 @@ std::vector<json> fallback_chain(const DispatchTable::Pick& t, const Problem& p,
   if (pick.rule == "model" && f && f->model_index >= 0 && t.view.models) {
     const rules::Model& m = t.view.models[f->model_index];
     const std::vector<int64_t> dims = dims_of(p);
-    RunCheck check{&p, dev};
+    RunCheck check{t.table, &p, dev};
     int top[kChainModel];
     const int n = rules::rank_by_model(m, *f, dims.data(), dev ? runs_here : nullptr, &check, top, nullptr, kChainModel);
     for (int i = 0; i < n; ++i) add(entry_candidate(m.candidates[top[i]]), "model");
@@ -279,7 +284,7 @@ json simplest_candidate(const std::string& family) {
 
 Lookup lookup(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* dev) {
   const std::vector<int64_t> dims = dims_of(p);
-  RunCheck check{&p, dev};
+  RunCheck check{t.table, &p, dev};
   const rules::Choice c = rules::select(t.view, p.family.c_str(), dims.data(), int(dims.size()),
                                         dev ? runs_here : nullptr, &check);
   if (!c.entry) {
@@ -317,7 +322,7 @@ std::vector<json> tuning_shortlist(const DispatchTable::Pick& t, const Problem& 
   add(pick.entry);
   if (pick.rule == "exact" || pick.rule == "default") return out;
   const std::vector<int64_t> dims = dims_of(p);
-  RunCheck check{&p, dev};
+  RunCheck check{t.table, &p, dev};
   const rules::FamilyInfo* f = rules::find_family(t.view, p.family.c_str());
   if (f->model_index >= 0 && t.view.models) {
     const rules::Model& m = t.view.models[f->model_index];

@@ -116,5 +116,6 @@ std::vector<json> fallback_chain(const DispatchTable::Pick& table, const Problem
 // Whether a candidate ({"variant", "config"}) can run problem p on dev: its variant is registered, of p's
 // family, and can_implement accepts its config completed with the space's absent values.
 bool candidate_can_run(const json& candidate, const Problem& p, const DeviceInfo& dev);
+bool candidate_can_run(const Variant* v, const json& config, const Problem& p, const DeviceInfo& dev);
 
 }  // namespace convtune

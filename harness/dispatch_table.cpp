@@ -1,5 +1,7 @@
 #include "harness/dispatch_table.h"
 
+#include "harness/variant.h"
+
 #include <algorithm>
 #include <set>
 
@@ -35,6 +37,16 @@ json entry_candidate(const rules::Entry& e) {
   for (int i = 0; i < e.param_count; ++i)
     config[e.params[i].name] = e.params[i].str_value ? json(e.params[i].str_value) : json(e.params[i].int_value);
   return {{"variant", e.variant}, {"config", config}, {"candidate", e.candidate}};
+}
+
+const ResolvedCandidate& CompiledTable::resolved(const rules::Entry& e) const {
+  std::lock_guard<std::mutex> lock(resolved_mutex_);  // tables are shared by the runtime's threads
+  auto it = resolved_.find(&e);
+  if (it == resolved_.end()) {
+    json candidate = entry_candidate(e);
+    it = resolved_.emplace(&e, ResolvedCandidate{Registry::instance().find(e.variant), std::move(candidate["config"])}).first;
+  }
+  return it->second;  // (an unordered_map's elements stay where they are as it grows)
 }
 
 const char* DispatchTable::text(const std::string& s) { return strings_.emplace_back(s).c_str(); }

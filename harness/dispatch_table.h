@@ -4,6 +4,8 @@
 #pragma once
 #include <deque>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,13 @@ namespace convtune {
 
 using json = nlohmann::json;
 namespace rules = convtune_dispatch;
+class Variant;
+
+// A table's candidate as the harness runs it: its registered variant (nullptr: not registered here) and config.
+struct ResolvedCandidate {
+  const Variant* variant = nullptr;
+  json config;
+};
 
 // One table's arrays. Entry i is the table's "entries"[i]; model candidate j of a family is its model's
 // "candidates"[j].
@@ -31,6 +40,14 @@ struct CompiledTable {
   std::deque<std::vector<int>> root_lists;
   std::deque<std::vector<float>> feature_lists;
   std::deque<std::vector<const char*>> name_lists;
+
+  // An entry's variant and config, looked up once: a lookup asks can_implement of up to dozens of candidates,
+  // and finding a variant by name and rebuilding its config each time cost more than the rules themselves.
+  const ResolvedCandidate& resolved(const rules::Entry& e) const;
+
+ private:
+  mutable std::mutex resolved_mutex_;
+  mutable std::unordered_map<const rules::Entry*, ResolvedCandidate> resolved_;
 };
 
 class DispatchTable {

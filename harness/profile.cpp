@@ -35,7 +35,6 @@ std::string profile_key(const json& record) {
   return record.at("problem_key").get<std::string>() + " " + record.at("candidate").get<std::string>();
 }
 
-static double median_ms(const json& r) { return r["time"]["median_ms"].get<double>(); }
 
 // Per problem: its ok full-fidelity records, fastest first.
 static std::map<std::string, std::vector<json>> ranked(const std::vector<json>& records) {
@@ -44,7 +43,7 @@ static std::map<std::string, std::vector<json>> ranked(const std::vector<json>& 
     if (r.value("status", "") == status::ok && r.contains("time") && r.value("fidelity", "full") != "brief")
       out[r.value("problem_key", "")].push_back(r);
   for (auto& [key, list] : out)
-    std::stable_sort(list.begin(), list.end(), [](const json& a, const json& b) { return median_ms(a) < median_ms(b); });
+    std::stable_sort(list.begin(), list.end(), [](const json& a, const json& b) { return record_median_ms(a) < record_median_ms(b); });
   return out;
 }
 
@@ -72,7 +71,7 @@ std::vector<ProfileTarget> choose_profile_targets(const std::vector<json>& recor
     if (!sel.libraries) continue;
     const json* lib = nullptr;
     for (const auto& [variant, r] : c.best_per_variant)
-      if (r.value("library", false) && (!lib || median_ms(r) < median_ms(*lib))) lib = &r;
+      if (r.value("library", false) && (!lib || record_median_ms(r) < record_median_ms(*lib))) lib = &r;
     if (lib) add(*lib, "best_library");
   }
   return out;
@@ -214,7 +213,7 @@ json profile_record(const ProfileTarget& t, const std::vector<NcuKernel>& kernel
     p[k] = r.value(k, json());
   p["why"] = t.why;
   p["record_key"] = record_key(r);
-  p["time_ms"] = median_ms(r);
+  p["time_ms"] = record_median_ms(r);
   p["timestamp"] = now_iso();
   const std::string range = nvtx_candidate_range(r["candidate"].get<std::string>(), r["problem_key"].get<std::string>());
   std::vector<NcuKernel> mine;

@@ -25,6 +25,9 @@ constexpr const char* wrong_result = "wrong_result";
 constexpr const char* timeout = "timeout";
 }  // namespace status
 
+// An ok record's median time in ms (its time block's median_ms).
+inline double record_median_ms(const json& r) { return r.at("time").at("median_ms").get<double>(); }
+
 // UTC time as 2026-11-22T05:07:09Z, for records and summaries.
 std::string now_iso();
 

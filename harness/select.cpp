@@ -8,7 +8,6 @@
 
 namespace convtune {
 
-static double median_ms(const json& r) { return r.at("time").at("median_ms").get<double>(); }
 static double rel_stderr(const json& r) { return r.at("time").value("rel_stderr", 0.0); }
 
 double noise_threshold(const json& a, const json& b) {
@@ -48,14 +47,14 @@ std::vector<Choice> select_best(const std::vector<json>& records) {
     for (const auto& [name, r] : latest)
       if (is_usable(*r)) cands.push_back(r);
     if (cands.empty()) continue;
-    std::sort(cands.begin(), cands.end(), [](const json* a, const json* b) { return median_ms(*a) < median_ms(*b); });
+    std::sort(cands.begin(), cands.end(), [](const json* a, const json* b) { return record_median_ms(*a) < record_median_ms(*b); });
     const json& fastest = *cands.front();
     std::vector<const json*> close;
     for (const json* r : cands)
-      if (median_ms(*r) <= median_ms(fastest) * (1.0 + noise_threshold(fastest, *r))) close.push_back(r);
+      if (record_median_ms(*r) <= record_median_ms(fastest) * (1.0 + noise_threshold(fastest, *r))) close.push_back(r);
     const json* chosen = *std::min_element(close.begin(), close.end(), [](const json* a, const json* b) {
       const int ca = a->value("complexity", 5), cb = b->value("complexity", 5);
-      return ca != cb ? ca < cb : median_ms(*a) < median_ms(*b);
+      return ca != cb ? ca < cb : record_median_ms(*a) < record_median_ms(*b);
     });
     Choice c;
     c.problem_key = key;
@@ -72,7 +71,7 @@ std::vector<Choice> select_best(const std::vector<json>& records) {
     for (const json* r : cands)
       if ((*r)["variant"] != chosen->at("variant")) {
         c.runner_up = *r;
-        c.margin = median_ms(*r) / median_ms(*chosen) - 1.0;
+        c.margin = record_median_ms(*r) / record_median_ms(*chosen) - 1.0;
         break;
       }
     out.push_back(std::move(c));
@@ -101,8 +100,8 @@ std::vector<json> combine_repeats(const std::vector<const std::vector<json>*>& r
           if (failed == nullptr || (is_wrong(r) && !is_wrong(*failed))) failed = &r;
           continue;
         }
-        medians.push_back(median_ms(r));
-        if (slowest == nullptr || median_ms(r) > median_ms(*slowest)) slowest = &r;
+        medians.push_back(record_median_ms(r));
+        if (slowest == nullptr || record_median_ms(r) > record_median_ms(*slowest)) slowest = &r;
       }
       if (failed != nullptr) {
         out.push_back(*failed);

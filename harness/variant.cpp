@@ -23,14 +23,14 @@ Registry& Registry::instance() {
 
 void Registry::add(std::unique_ptr<Variant> v) {
   if (find(v->name())) throw std::logic_error("variant registered twice: " + v->name());
+  by_name_.emplace(v->name(), v.get());
   variants_.push_back(std::move(v));
   std::sort(variants_.begin(), variants_.end(), [](const auto& a, const auto& b) { return a->name() < b->name(); });
 }
 
 const Variant* Registry::find(const std::string& name) const {
-  for (const auto& v : variants_)
-    if (v->name() == name) return v.get();
-  return nullptr;
+  const auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
 }
 
 std::string Registry::names_joined() const {

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -112,7 +113,8 @@ class Registry {
   std::string names_joined() const;
 
  private:
-  std::vector<std::unique_ptr<Variant>> variants_;
+  std::vector<std::unique_ptr<Variant>> variants_;  // sorted by name
+  std::map<std::string, const Variant*, std::less<>> by_name_;  // find() is on every dispatch lookup's path
 };
 
 bool glob_match(const std::string& pattern, const std::string& text);

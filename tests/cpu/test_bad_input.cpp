@@ -36,7 +36,7 @@ using test::read_text;
 using test::run_captured;
 
 CliResult convtune_cli(const std::vector<std::string>& args, const fs::path& scratch) {
-  std::vector<std::string> argv = {CONVTUNE_BINARY};
+  std::vector<std::string> argv = {test::cli_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_captured(argv, scratch);
 }

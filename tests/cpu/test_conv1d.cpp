@@ -515,7 +515,8 @@ TEST(Conv1dKernels, EveryKernelIncludesTheCommonHeaderAndNvrtcGetsIt) {
   // And the sources the variants ask NVRTC for are among these kernels.
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   const Problem p = find_family("conv1d").example();
-  for (const Variant* v : Registry::instance().of_family("conv1d"))
+  for (const Variant* v : test::builtin_variants("conv1d")) {
     for (const Config& c : v->space(p, dev).enumerate())
       for (const JitProgram& prog : v->programs(p, c)) EXPECT_TRUE(kernels.count(prog.source)) << prog.describe();
+  }
 }

@@ -5,12 +5,13 @@
 #include "harness/family.h"
 #include "harness/variant.h"
 #include "variants/layer_common/layer_variant.h"
+#include "test_support.h"
 
 using namespace convtune;
 
 namespace {
 
-Problem conv2d(int64_t h, int64_t w, int64_t r) { return Problem{"conv2d", {{"h", h}, {"w", w}, {"r", r}}}; }
+using test::conv2d;
 
 Config register_tiled(int block_x, int block_y, int px, int py, const char* order = "input_rows") {
   return {{"block_x", block_x}, {"block_y", block_y}, {"px", px}, {"py", py}, {"order", order}};

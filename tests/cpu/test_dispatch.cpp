@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Problem conv2d(int64_t h, int64_t w, int64_t r) { return Problem{"conv2d", {{"h", h}, {"w", w}, {"r", r}}}; }
+using test::conv2d;
 
 json record(const Problem& p, const std::string& variant, const json& config, const std::string& status, double ms,
             int complexity, bool library = false) {

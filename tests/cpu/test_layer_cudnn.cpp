@@ -23,7 +23,7 @@ const char* const kConvCudnnVariants[] = {"layer_fwd.cudnn", "layer_bwd_data.cud
 
 const Variant& variant(const std::string& name) { return Registry::instance().get(name); }
 
-Problem layer(const std::string& family, json dims) {
+Problem cudnn_layer_problem(const std::string& family, json dims) {
   dims["family"] = family;
   return Problem::from_json(dims, "p");
 }
@@ -33,7 +33,7 @@ Problem conv_shape(const std::string& family, int precision) {
   json dims = {{"n", 2}, {"c", 3}, {"h", 7}, {"w", 9}, {"k", 5}, {"r", 3}, {"s", 3}, {"pad_h", 1}, {"pad_w", 1},
                {"precision", precision}};
   if (family == "layer_fwd") dims["bias"] = 1;
-  return layer(family, dims);
+  return cudnn_layer_problem(family, dims);
 }
 
 std::vector<std::string> names_of(const ParamSpace& space, const std::string& param) {
@@ -144,7 +144,7 @@ TEST(LayerCudnnCost, HandComputed) {
   EXPECT_DOUBLE_EQ(filter.flops_variant, flops);
   EXPECT_DOUBLE_EQ(filter.bytes_model, 4.0 * (378 + 630 + 135));  // x, dy, dw
   // Pooling N2 C3 8x8, 2x2 stride 2: 2*3*4*4 = 96 outputs of 4 taps.
-  const Problem pool = layer("layer_pool", {{"n", 2}, {"c", 3}, {"h", 8}, {"w", 8}, {"r", 2}, {"s", 2}, {"u", 2},
+  const Problem pool = cudnn_layer_problem("layer_pool", {{"n", 2}, {"c", 3}, {"h", 8}, {"w", 8}, {"r", 2}, {"s", 2}, {"u", 2},
                                             {"v", 2}, {"op", 0}});
   const Cost pooling = variant("layer_pool.cudnn").cost(pool, Config::object());
   EXPECT_DOUBLE_EQ(pooling.flops, 96.0 * 4);

@@ -11,23 +11,14 @@
 #include "harness/variant.h"
 #include "tests/cpu/test_support.h"
 #include "variants/layer_common/direct_tiled.h"
+#include "test_support.h"
 
 using namespace convtune;
 using convtune::test::contains;
 
 namespace {
 
-std::vector<std::vector<float>> random_inputs(const Problem& p, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<std::vector<float>> in;
-  const auto ops = p.type().operands(p);
-  for (size_t i = 0; i + 1 < ops.size(); ++i) {
-    in.emplace_back(size_t(ops[i].elements));
-    for (float& v : in.back()) v = u(rng);
-  }
-  return in;
-}
+using test::random_inputs;
 
 // What layer_direct_tiled.cuh computes for a correlation, in double, without bias or ReLU.
 std::vector<double> correlate(const DirectTiledVariant::Correlation& k, const LayerShape& l, const float* in,

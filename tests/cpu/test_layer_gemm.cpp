@@ -15,6 +15,7 @@
 #include "variants/layer_common/layer_gemm.h"
 
 #include "tests/cpu/test_support.h"
+#include "test_support.h"
 
 using namespace convtune;
 using namespace convtune::test;
@@ -146,17 +147,7 @@ TEST(LayerGemmCompile, ProgramsOverTheSpaceOfTheTestShapes) {
 
 // ---- the column mapping, simulated on the CPU -------------------------------------------------------
 
-std::vector<std::vector<float>> random_inputs(const Problem& p, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<std::vector<float>> inputs;
-  const std::vector<Operand> ops = p.type().operands(p);
-  for (size_t i = 0; i + 1 < ops.size(); ++i) {
-    inputs.emplace_back(size_t(ops[i].elements));
-    for (float& value : inputs.back()) value = dist(rng);
-  }
-  return inputs;
-}
+using test::random_inputs;
 
 // One image's column matrix, rows (c, i, j), columns (p, q), as layer_im2col writes it.
 std::vector<double> im2col(const LayerShape& l, const float* image) {

@@ -15,26 +15,16 @@
 #include "variants/layer_common/layer_variant.h"
 
 #include "tests/cpu/test_support.h"
+#include "test_support.h"
 
 using namespace convtune;
 using namespace convtune::test;
 
 namespace {
 
-const char* const kPasses[] = {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"};
+const char* const kImplicitPasses[] = {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"};
 
-std::vector<std::vector<float>> random_inputs(const Problem& p, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<Operand> ops = p.operands();
-  ops.pop_back();  // the output
-  std::vector<std::vector<float>> in;
-  for (const Operand& op : ops) {
-    in.emplace_back(size_t(op.elements));
-    for (float& v : in.back()) v = dist(rng);
-  }
-  return in;
-}
+using test::random_inputs;
 
 // D = A B through Gemm's gathers and output map, in double, as the kernel's store_element finishes it.
 // `writes` counts the stores per output element: each must be written exactly once.
@@ -141,7 +131,7 @@ Config config(const std::string& math, const std::string& tile, int stages, int 
 
 TEST(LayerImplicitGemm, HostGemmThroughGathersMatchesReferences) {
   unsigned seed = 1;
-  for (const char* family : kPasses)
+  for (const char* family : kImplicitPasses)
     for (const Problem& p : find_family(family).test_problems()) {
       const auto in = random_inputs(p, seed++);
       const std::vector<double> want = cpu_reference(p, in);
@@ -156,7 +146,7 @@ TEST(LayerImplicitGemm, HostGemmThroughGathersMatchesReferences) {
 }
 
 TEST(LayerImplicitGemm, OutOfRangeGathersAreZero) {
-  for (const char* family : kPasses)
+  for (const char* family : kImplicitPasses)
     for (const Problem& p : find_family(family).test_problems()) {
       const GemmShape s{LayerShape(p)};
       expect_out_of_range_is_zero<igemm::FwdGemm>(s);
@@ -177,7 +167,7 @@ TEST(LayerImplicitGemmCompile, BackwardFilter) {
 
 TEST(LayerImplicitGemm, Tf32OnlyWithPrecisionOne) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  for (const char* family : kPasses) {
+  for (const char* family : kImplicitPasses) {
     const Variant& v = Registry::instance().get(std::string(family) + ".implicit_gemm");
     Problem p = big_shapes(family).front();
     Config c = config(kMathTf32, "128x64x16", 2);
@@ -266,7 +256,7 @@ TEST(LayerImplicitGemm, ForwardSplitsOnlyForSmallGrids) {
 // gives splits 1; backward-filter, which always had the parameter, still requires it.
 TEST(LayerImplicitGemm, AConfigFromBeforeForwardSplitsStillChecks) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  for (const char* family : kPasses) {
+  for (const char* family : kImplicitPasses) {
     const Variant& v = Registry::instance().get(std::string(family) + ".implicit_gemm");
     const Problem p = big_shapes(family).front();
     Config old = config(kMath3xTf32, "64x64x16", 2);
@@ -304,7 +294,7 @@ TEST(LayerImplicitGemm, CostByHand) {
 
 TEST(LayerImplicitGemm, SpacesAreSmall) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  for (const char* family : kPasses) {
+  for (const char* family : kImplicitPasses) {
     const Variant& v = Registry::instance().get(std::string(family) + ".implicit_gemm");
     EXPECT_EQ(v.complexity(), 4);
     const Problem p = big_shapes(family).front();

@@ -20,18 +20,18 @@ using namespace convtune::test;
 
 namespace {
 
-const char* const kPasses[] = {"layer_fwd", "layer_bwd_data"};  // the passes of both schedules
+const char* const kWgmmaPasses[] = {"layer_fwd", "layer_bwd_data"};  // the passes of both schedules
 
 const Variant& wgmma(const std::string& family) { return Registry::instance().get(family + ".implicit_gemm_wgmma"); }
 const Variant& wgmma_ws(const std::string& family) {
   return Registry::instance().get(family + ".implicit_gemm_wgmma_ws");
 }
 
-Problem shape(const std::string& family, std::vector<int64_t> values) {
+Problem wgmma_shape(const std::string& family, std::vector<int64_t> values) {
   return layer_problem(family, find_family(family).dims(), values);
 }
 // The 56x56 ResNet stage (n c h w k r s pad_h pad_w u v).
-Problem resnet(const std::string& family) { return shape(family, {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1}); }
+Problem resnet(const std::string& family) { return wgmma_shape(family, {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1}); }
 
 Config config(const char* math, int warpgroups, int stages, int tile_n = 64) {
   return {{"math", math}, {"warpgroups", warpgroups}, {"stages", stages}, {"tile_n", tile_n}};
@@ -99,7 +99,7 @@ Config filter_config(int warpgroups, int tile_n, int splits) {
 TEST(LayerWgmma, BackwardFilterSplitRules) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();  // 132 SMs
   const Variant& v = wgmma_ws("layer_bwd_filter");
-  const Problem c256 = shape("layer_bwd_filter", {32, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1});
+  const Problem c256 = wgmma_shape("layer_bwd_filter", {32, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1});
   // 36 x 4 tiles: splits 1 and 2 fill the GPU; splits 8 (half of it already 4 x 144 CTAs) is pruned.
   EXPECT_TRUE(v.can_implement(c256, filter_config(1, 64, 1), dev).ok);
   EXPECT_TRUE(v.can_implement(c256, filter_config(1, 64, 2), dev).ok);
@@ -107,13 +107,13 @@ TEST(LayerWgmma, BackwardFilterSplitRules) {
   EXPECT_FALSE(many.ok);
   EXPECT_TRUE(contains(many.reason, "fill the 132 SMs twice")) << many.reason;
   // The C64 56x56 K64 stage: 9 x 1 tiles of 3136 k-tiles; splits 1 idles most SMs while 4 is allowed.
-  const Problem c64 = shape("layer_bwd_filter", {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1});
+  const Problem c64 = wgmma_shape("layer_bwd_filter", {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1});
   const Status idle = v.can_implement(c64, filter_config(1, 64, 1), dev);
   EXPECT_FALSE(idle.ok);
   EXPECT_TRUE(contains(idle.reason, "under a quarter")) << idle.reason;
   EXPECT_TRUE(v.can_implement(c64, filter_config(1, 64, 32), dev).ok);
   // 5 k-tiles (t = 12*12 = 144), split evenly: 4 splits take 1, 1, 1 and 2; 8 would leave splits empty.
-  const Problem tiny = shape("layer_bwd_filter", {1, 5, 12, 12, 6, 1, 1, 0, 0, 1, 1});
+  const Problem tiny = wgmma_shape("layer_bwd_filter", {1, 5, 12, 12, 6, 1, 1, 0, 0, 1, 1});
   EXPECT_TRUE(v.can_implement(tiny, filter_config(1, 64, 4), dev).ok);
   const Status empty = v.can_implement(tiny, filter_config(1, 64, 8), dev);
   EXPECT_FALSE(empty.ok);
@@ -126,7 +126,7 @@ TEST(LayerWgmma, BackwardFilterSplitRules) {
 
 TEST(LayerWgmma, SpecializedTakesOneOrTwoMmaWarpgroups) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  for (const char* family : kPasses) {
+  for (const char* family : kWgmmaPasses) {
     const Variant& v = wgmma_ws(family);
     EXPECT_TRUE(v.can_implement(resnet(family), config(kMath3xTf32, 1, 4, 128), dev).ok) << family;
     EXPECT_TRUE(v.can_implement(resnet(family), config(kMath3xTf32, 2, 3, 128), dev).ok) << family;
@@ -200,7 +200,7 @@ TEST(LayerWgmma, PrecisionRulesAndTolerance) {
 // 132 SMs, 3 and 7, 7 and 14, 14 and 29.
 TEST(LayerWgmma, BackwardFilterSplitsFillTheSms) {
   DeviceInfo dev = DeviceInfo::offline_sm90();
-  const Problem c128 = shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
+  const Problem c128 = wgmma_shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
   auto splits = [&](const DeviceInfo& d) {
     std::set<int> out;
     for (const Config& c : wgmma_ws("layer_bwd_filter").space(c128, d).enumerate()) out.insert(c.at("splits").get<int>());
@@ -225,14 +225,14 @@ TEST(LayerWgmma, SpaceValues) {
   EXPECT_TRUE(contains(wide.reason, "registers")) << wide.reason;
   // A split filter past 2^31 floats (K = C = 4096, 8x8 taps: 4096 x 262144 x 2) would overflow the
   // kernel's int offsets.
-  const Status huge = v.can_implement(shape("layer_fwd", {1, 4096, 16, 16, 4096, 8, 8, 0, 0, 1, 1}), config(kMath3xTf32, 2, 3), dev);
+  const Status huge = v.can_implement(wgmma_shape("layer_fwd", {1, 4096, 16, 16, 4096, 8, 8, 0, 0, 1, 1}), config(kMath3xTf32, 2, 3), dev);
   EXPECT_FALSE(huge.ok);
   EXPECT_TRUE(contains(huge.reason, "32-bit")) << huge.reason;
   // Few columns (K = 16 maps, C = 3 backward-data) pad the 64-wide tile with zeros: allowed, the sweep
   // measures what they cost.
-  EXPECT_TRUE(v.can_implement(shape("layer_fwd", {8, 1, 64, 64, 16, 5, 5, 2, 2, 1, 1}), config(kMath3xTf32, 2, 3), dev).ok);
+  EXPECT_TRUE(v.can_implement(wgmma_shape("layer_fwd", {8, 1, 64, 64, 16, 5, 5, 2, 2, 1, 1}), config(kMath3xTf32, 2, 3), dev).ok);
   EXPECT_TRUE(wgmma("layer_bwd_data")
-                  .can_implement(shape("layer_bwd_data", {2, 3, 32, 32, 64, 3, 3, 1, 1, 1, 1}), config(kMath3xTf32, 2, 3), dev)
+                  .can_implement(wgmma_shape("layer_bwd_data", {2, 3, 32, 32, 64, 3, 3, 1, 1, 1, 1}), config(kMath3xTf32, 2, 3), dev)
                   .ok);
 }
 

@@ -15,24 +15,14 @@
 #include "variants/layer_common/winograd.h"
 
 #include "tests/cpu/test_support.h"
+#include "test_support.h"
 
 using namespace convtune;
 using namespace convtune::test;
 
 namespace {
 
-std::vector<std::vector<float>> random_inputs(const Problem& p, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<Operand> ops = p.operands();
-  ops.pop_back();  // the output
-  std::vector<std::vector<float>> in;
-  for (const Operand& op : ops) {
-    in.emplace_back(size_t(op.elements));
-    for (float& v : in.back()) v = dist(rng);
-  }
-  return in;
-}
+using test::random_inputs;
 
 // Backward-filter in fp32 as the GPU runs it: per tile, x's transformed tile and dy's transformed block,
 // their products summed over images and tiles per transform point, then G^T M G.
@@ -136,17 +126,17 @@ std::pair<double, double> errors(const std::vector<double>& got, const std::vect
 }
 
 // n c h w k r s pad_h pad_w u v (+ bias relu for the forward pass, then precision).
-Problem shape(const std::string& family, std::vector<int64_t> values) {
+Problem winograd_shape(const std::string& family, std::vector<int64_t> values) {
   if (family == "layer_fwd") values.insert(values.end(), {1, 1});
   values.push_back(0);
   return layer_problem(family, find_family(family).dims(), values);
 }
 
-const char* const kPasses[] = {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"};
+const char* const kWinogradPasses[] = {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"};
 
 std::vector<Problem> shapes(const std::string& family) {
-  return {shape(family, {2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1}), shape(family, {3, 6, 11, 8, 9, 3, 3, 0, 2, 1, 1}),
-          shape(family, {1, 64, 6, 5, 32, 3, 3, 2, 0, 1, 1}), shape(family, {1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1})};
+  return {winograd_shape(family, {2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1}), winograd_shape(family, {3, 6, 11, 8, 9, 3, 3, 0, 2, 1, 1}),
+          winograd_shape(family, {1, 64, 6, 5, 32, 3, 3, 2, 0, 1, 1}), winograd_shape(family, {1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1})};
 }
 
 WinogradPass pass_of(const std::string& family) {
@@ -161,7 +151,7 @@ const Variant& variant(const std::string& family) { return Registry::instance().
 TEST(LayerWinograd, HostMethodMatchesReferencesWithinTolerance) {
   unsigned seed = 7;
   for (int m : {2, 4})
-    for (const char* family : kPasses)
+    for (const char* family : kWinogradPasses)
       for (const Problem& p : shapes(family)) {
         const auto in = random_inputs(p, seed++);
         const auto [rel_l2, max_rel] = errors(host_winograd(m, p, pass_of(family), in), cpu_reference(p, in));
@@ -178,7 +168,7 @@ TEST(LayerWinograd, HostMethodMatchesReferencesWithinTolerance) {
 TEST(LayerWinograd, F4x4WithinTheBoundOnTheWidestLayer) {
   unsigned seed = 99;
   for (const char* family : {"layer_fwd", "layer_bwd_data"}) {
-    const Problem p = shape(family, {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1});
+    const Problem p = winograd_shape(family, {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1});
     const auto in = random_inputs(p, seed++);
     const auto [rel_l2, max_rel] = errors(host_winograd(4, p, pass_of(family), in), cpu_reference(p, in));
     const Tolerance tol = variant(family).tolerance(p, {{"tile", 4}, {"chunk", 1}});
@@ -191,18 +181,18 @@ TEST(LayerWinograd, F4x4WithinTheBoundOnTheWidestLayer) {
 
 TEST(LayerWinograd, RefusesWhatWinogradOf3x3CannotDo) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  for (const char* family : kPasses) {
+  for (const char* family : kWinogradPasses) {
     const Variant& v = variant(family);
     const Config c{{"tile", 2}, {"chunk", 1}};
-    EXPECT_TRUE(v.can_implement(shape(family, {1, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), c, dev).ok);
-    const Status five = v.can_implement(shape(family, {1, 2, 8, 8, 2, 5, 5, 2, 2, 1, 1}), c, dev);
+    EXPECT_TRUE(v.can_implement(winograd_shape(family, {1, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), c, dev).ok);
+    const Status five = v.can_implement(winograd_shape(family, {1, 2, 8, 8, 2, 5, 5, 2, 2, 1, 1}), c, dev);
     EXPECT_FALSE(five.ok);
     EXPECT_TRUE(contains(five.reason, "r = s = 3")) << five.reason;
-    const Status strided = v.can_implement(shape(family, {1, 2, 8, 8, 2, 3, 3, 1, 1, 2, 1}), c, dev);
+    const Status strided = v.can_implement(winograd_shape(family, {1, 2, 8, 8, 2, 3, 3, 1, 1, 2, 1}), c, dev);
     EXPECT_FALSE(strided.ok);
     EXPECT_TRUE(contains(strided.reason, "stride 1")) << strided.reason;
-    EXPECT_FALSE(v.can_implement(shape(family, {2, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), {{"tile", 2}, {"chunk", 3}}, dev).ok);
-    const Status three = v.can_implement(shape(family, {2, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), {{"tile", 3}, {"chunk", 1}}, dev);
+    EXPECT_FALSE(v.can_implement(winograd_shape(family, {2, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), {{"tile", 2}, {"chunk", 3}}, dev).ok);
+    const Status three = v.can_implement(winograd_shape(family, {2, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), {{"tile", 3}, {"chunk", 1}}, dev);
     EXPECT_FALSE(three.ok);
     EXPECT_TRUE(contains(three.reason, "tile 3 is not one of 2, 4")) << three.reason;
   }
@@ -211,7 +201,7 @@ TEST(LayerWinograd, RefusesWhatWinogradOf3x3CannotDo) {
 // Backward-filter's sums run over every image and tile: the C128 layer's 6272 tiles per transform point
 // (m = 2). dy's 2x2 block through A = [1 0; 1 1; 1 -1; 0 -1]: 2 adds per column, then 2 per row of 4.
 TEST(LayerWinograd, BackwardFilterCostByHand) {
-  const Problem p = shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
+  const Problem p = winograd_shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
   const Cost c = variant("layer_bwd_filter").cost(p, {{"tile", 2}, {"chunk", 32}});
   const double tiles = 32.0 * 196;
   EXPECT_DOUBLE_EQ(c.flops_variant, 2.0 * 16 * 128 * 128 * tiles + 32.0 * 128 * tiles + 12.0 * 128 * tiles);
@@ -223,7 +213,7 @@ TEST(LayerWinograd, BackwardFilterCostByHand) {
 // tile), A^T's 3 (24); m = 4, B^T's rows cost 4, 5, 5, 5, 5, 4 adds and scalings over 6 + 6 columns and
 // rows (336), A^T's 4, 5, 5, 6 over 6 + 4 (200).
 TEST(LayerWinograd, CostByHand) {
-  const Problem p = shape("layer_fwd", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
+  const Problem p = winograd_shape("layer_fwd", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
   const Cost two = variant("layer_fwd").cost(p, {{"tile", 2}, {"chunk", 8}});
   double tiles = 32.0 * 196;
   EXPECT_DOUBLE_EQ(two.flops, 2.0 * 32 * 128 * 784 * 128 * 9);
@@ -238,10 +228,10 @@ TEST(LayerWinograd, CostByHand) {
 TEST(LayerWinogradCompile, EveryPassAndEpilogue) {
   std::vector<JitProgram> programs;
   for (int m : {2, 4})
-    for (const char* family : kPasses)
+    for (const char* family : kWinogradPasses)
       for (const Problem& p : shapes(family))
         for (const JitProgram& prog : variant(family).programs(p, {{"tile", m}, {"chunk", 1}})) programs.push_back(prog);
-  Problem plain = shape("layer_fwd", {2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1});
+  Problem plain = winograd_shape("layer_fwd", {2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1});
   plain.dims["bias"] = 0;
   plain.dims["relu"] = 0;
   for (const JitProgram& prog : variant("layer_fwd").programs(plain, {{"tile", 4}, {"chunk", 1}})) programs.push_back(prog);

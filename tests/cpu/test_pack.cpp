@@ -23,13 +23,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kShipped = fs::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-80gb-hbm3/conv2d-register-tiled-20261123-161324";
+using test::kShipped;
 
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using test::read_text;
 
 json record(int k) {
   return {{"problem_key", "conv2d/h=8,r=1,w=8"}, {"candidate", "conv2d.naive[k=" + std::to_string(k) + "]"},
@@ -53,7 +50,7 @@ fs::path small_run(const std::string& name) {
 // The exit status of `convtune <args>`, its stdout and stderr in `out`.
 int convtune_cli(const std::string& args, std::string& out) {
   const fs::path log = fs::temp_directory_path() / ("convtune-pack-test-output-" + std::to_string(getpid()));
-  const int rc = std::system((std::string(CONVTUNE_BINARY) + " " + args + " > " + log.string() + " 2>&1").c_str());
+  const int rc = std::system((test::cli_binary() + " " + args + " > " + log.string() + " 2>&1").c_str());
   out = read_text(log);
   fs::remove(log);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;

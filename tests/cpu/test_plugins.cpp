@@ -50,11 +50,11 @@ using test::CliResult;
 
 // The real binary, no shell between: each argument reaches it as written.
 CliResult convtune_cli(std::vector<std::string> args, const fs::path& dir) {
-  args.insert(args.begin(), CONVTUNE_BINARY);
+  args.insert(args.begin(), test::cli_binary());
   return test::run_captured(std::move(args), dir);
 }
 
-Problem conv2d(int64_t h, int64_t w, int64_t r) { return {"conv2d", {{"h", h}, {"w", w}, {"r", r}}}; }
+using test::conv2d;
 
 // The parameter declarations of `entry` in a kernel source, trimmed ("const float* __restrict__ x", "int n"):
 // what a launch passes is the manifest's operands then scalars, and nothing checks the count at run time.

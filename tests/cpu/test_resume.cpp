@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kShipped = fs::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-80gb-hbm3/conv2d-register-tiled-20261123-161324";
+using test::kShipped;
 
 // A run folder holding the shipped run's summary and the records `keep` lets through, in file order.
 fs::path run_folder(const std::string& name, const std::function<bool(const json&, size_t)>& keep) {

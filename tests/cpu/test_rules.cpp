@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Problem conv2d(int64_t h, int64_t w, int64_t r) { return Problem{"conv2d", {{"h", h}, {"w", w}, {"r", r}}}; }
+using test::conv2d;
 
 // A record as the sweep writes it; only an ok one carries a time.
 json rec(const Problem& p, const std::string& variant, int block_x, const std::string& st, double ms,
@@ -248,7 +248,7 @@ TEST(DispatchRules, OnADistanceTieTheFirstEntryWinsInLookupAndHeader) {
 
 namespace {
 
-const fs::path kShipped = fs::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-80gb-hbm3/conv2d-register-tiled-20261123-161324";
+using test::kShipped;
 
 // The shipped exhaustive run as `strategy` shards: shard i of n gets the problems it owns (search
 // strategies shard by problem), and of each only the records `keep` lets through.

@@ -101,7 +101,7 @@ TEST(Shard, SearchStrategiesKeepEachProblemWhole) {
 
 namespace {
 
-const fs::path kShipped = fs::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-80gb-hbm3/conv2d-register-tiled-20261123-161324";
+using test::kShipped;
 
 
 // Splits the shipped run into n shard folders as n `--shard i/n` jobs would have written them.

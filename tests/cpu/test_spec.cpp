@@ -10,6 +10,7 @@
 #include "harness/error.h"
 #include "harness/spec.h"
 #include "harness/sweep_plan.h"
+#include "test_support.h"
 
 using namespace convtune;
 
@@ -142,7 +143,7 @@ TEST(Spec, TooLargeForTheDeviceIsAnInputError) {
 TEST(Spec, DryRunShowsSkipReasonsWithTheirNumbers) {
   const std::filesystem::path log =
       std::filesystem::temp_directory_path() / ("convtune-dry-run-" + std::to_string(::getpid()) + ".txt");
-  const std::string command = std::string(CONVTUNE_BINARY) + " sweep " + CONVTUNE_SOURCE_DIR +
+  const std::string command = test::cli_binary() + " sweep " + CONVTUNE_SOURCE_DIR +
                               "/sweeps/layers.json --dry-run > " + log.string() + " 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   std::ifstream in(log);

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <numeric>
+#include <random>
 #include <set>
 #include <mutex>
 #include <stdexcept>
@@ -23,8 +24,46 @@
 #include "harness/error.h"
 #include "harness/jit.h"
 #include "harness/params.h"
+#include "harness/plugin.h"
+#include "harness/problem.h"
 
 namespace convtune::test {
+
+// The shipped H100 conv2d run the offline tests read.
+inline const std::filesystem::path kShipped =
+    std::filesystem::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-80gb-hbm3/conv2d-register-tiled-20261123-161324";
+
+// Uniform [-1, 1) values for every input operand of p (all but the output), from `seed`.
+inline std::vector<std::vector<float>> random_inputs(const Problem& p, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<Operand> ops = p.operands();
+  ops.pop_back();  // the output
+  std::vector<std::vector<float>> in;
+  for (const Operand& op : ops) {
+    in.emplace_back(size_t(op.elements));
+    for (float& v : in.back()) v = dist(rng);
+  }
+  return in;
+}
+
+// The CLI the tests run: this build's, or CONVTUNE_TEST_CLI's (mutation runs test a mutant's CLI).
+inline std::string cli_binary() {
+  const char* other = std::getenv("CONVTUNE_TEST_CLI");
+  return other && *other ? other : CONVTUNE_BINARY;
+}
+
+// A family's registered variants without plug-ins: plug-in tests load theirs into the one registry, and
+// the suite also runs in one process (mutation runs), not only one test per process under ctest.
+inline std::vector<const Variant*> builtin_variants(const std::string& family) {
+  std::vector<const Variant*> out;
+  for (const Variant* v : Registry::instance().of_family(family))
+    if (!dynamic_cast<const PluginVariant*>(v)) out.push_back(v);
+  return out;
+}
+
+// A conv2d problem, unvalidated (rule tests build shapes the spec would refuse).
+inline Problem conv2d(int64_t h, int64_t w, int64_t r) { return Problem{"conv2d", {{"h", h}, {"w", w}, {"r", r}}}; }
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -208,7 +208,7 @@ class Conv1dOverlapDiscard : public Variant {
 };
 
 // "k2".."k4": the K-step schedule; "atomic": one launch adding atomically where blocks meet.
-int steps_of(const Config& c) {
+int spatial_steps_of(const Config& c) {
   const std::string s = c.at("schedule");
   return s == "atomic" ? 0 : std::stoi(s.substr(1));
 }
@@ -258,7 +258,7 @@ class Conv1dOverlapAdd : public Variant {
     if (t.block_in() < 1)
       return Status::no("a block of " + std::to_string(t.out()) + " outputs holds no input block for m = " +
                         std::to_string(p.m) + " (needs threads * outputs_per_thread >= m)");
-    const int k = steps_of(c);
+    const int k = spatial_steps_of(c);
     if (k > 0 && k < conv1d::kstep_min_k(t.block_in(), p.m))
       return Status::no(std::to_string(k) + " steps let overlapping blocks run together; this block length needs " +
                         std::to_string(conv1d::kstep_min_k(t.block_in(), p.m)));
@@ -279,7 +279,7 @@ class Conv1dOverlapAdd : public Variant {
   }
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache& jit) const override {
     return std::make_unique<OverlapAddPlan>(Conv1d(prob), jit.module(programs(prob, c).front()), tile_of(prob, c),
-                                            steps_of(c));
+                                            spatial_steps_of(c));
   }
 };
 

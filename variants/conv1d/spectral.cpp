@@ -265,7 +265,7 @@ class OverlapAddFftPlan : public Plan {
   float* y_ = nullptr;
 };
 
-int steps_of(const Config& c) {
+int fft_steps_of(const Config& c) {
   const std::string s = c.at("schedule");
   return s == "atomic" ? 0 : std::stoi(s.substr(1));
 }
@@ -287,7 +287,7 @@ class Conv1dOverlapAddFft : public BatchedVariant {
     if (Status s = BatchedVariant::can_implement(prob, c, dev); !s) return s;
     const Conv1d p(prob);
     const int64_t block = cfg_int(c, "fft_size") - (p.m - 1);
-    const int k = steps_of(c);
+    const int k = fft_steps_of(c);
     if (k > 0 && k < conv1d::kstep_min_k(block, p.m))
       return Status::no(std::to_string(k) + " steps let overlapping blocks run together; needs " +
                         std::to_string(conv1d::kstep_min_k(block, p.m)));
@@ -301,7 +301,7 @@ class Conv1dOverlapAddFft : public BatchedVariant {
             batched_bytes(p, blocks * size, double(p.n)) + 4.0 * (blocks * (double(p.m) - 1))};
   }
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache&) const override {
-    return std::make_unique<OverlapAddFftPlan>(Conv1d(prob), cfg_int(c, "fft_size"), steps_of(c));
+    return std::make_unique<OverlapAddFftPlan>(Conv1d(prob), cfg_int(c, "fft_size"), fft_steps_of(c));
   }
 };
 

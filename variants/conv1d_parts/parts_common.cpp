@@ -10,8 +10,6 @@
 namespace convtune::parts {
 namespace {
 
-int64_t floor_div(int64_t num, int64_t den) { return num / den - ((num % den != 0) && (num < 0)); }
-int64_t ceil_div(int64_t num, int64_t den) { return -floor_div(-num, den); }
 
 // Values of slot s's interval [s*unit, s*unit + len) that fall in [start, end).
 int64_t overlap(int64_t s, int64_t unit, int64_t len, int64_t start, int64_t end) {

@@ -9,9 +9,6 @@
 namespace convtune::parts {
 namespace {
 
-// Slice arithmetic goes below zero near the start of the output; round toward -inf / +inf explicitly.
-int64_t floor_div(int64_t num, int64_t den) { return num / den - ((num % den != 0) && (num < 0)); }
-int64_t ceil_div(int64_t num, int64_t den) { return -floor_div(-num, den); }
 
 [[noreturn]] void reject(const std::string& what) { throw std::invalid_argument("make_parts_schedule: " + what); }
 

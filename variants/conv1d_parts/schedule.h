@@ -14,6 +14,10 @@
 
 namespace convtune::parts {
 
+// Slice arithmetic goes below zero near the start of the output; round toward -inf / +inf explicitly.
+inline int64_t floor_div(int64_t num, int64_t den) { return num / den - ((num % den != 0) && (num < 0)); }
+inline int64_t ceil_div(int64_t num, int64_t den) { return -floor_div(-num, den); }
+
 struct PartsSchedule {
   int64_t l_a = 0, l_b = 0;
   int64_t blocks_a = 0, blocks_b = 0;  // ceil(n/l)

@@ -18,8 +18,8 @@ namespace {
 
 using parts::PartsCounts;
 
-constexpr int64_t kMinBlock = 64, kMaxBlock = 4096;
-constexpr int64_t kMaxPairs = int64_t(1) << 26;
+constexpr int64_t kSpatialMinBlock = 64, kSpatialMaxBlock = 4096;
+constexpr int64_t kSpatialMaxPairs = int64_t(1) << 26;
 constexpr double kMaxDirectWork = double(int64_t(1) << 42);  // multiply-adds: ~1 s at the measured rate
 constexpr double kMaxIntervalBytes = 2.0 * (int64_t(1) << 30);
 
@@ -101,8 +101,8 @@ class Conv1dPartsSpatial : public Variant {
     const Conv1dParts p(prob);
     return ParamSpace()
         .add("l_a", "block length of a (a power of two; one of l_a, l_b divides the other)",
-             ints(parts::block_lengths(kMinBlock, kMaxBlock, p.n)))
-        .add("l_b", "block length of b", ints(parts::block_lengths(kMinBlock, kMaxBlock, p.m)))
+             ints(parts::block_lengths(kSpatialMinBlock, kSpatialMaxBlock, p.n)))
+        .add("l_b", "block length of b", ints(parts::block_lengths(kSpatialMinBlock, kSpatialMaxBlock, p.m)))
         .add("threads", "threads per block (one block per interval)", {64, 128, 256, 512})
         .add("coarsen", "consecutive outputs per thread, accumulated in registers", {2, 4, 8, 16});
   }
@@ -111,8 +111,8 @@ class Conv1dPartsSpatial : public Variant {
     if (prob.family != kConv1dParts) return Status::no("not a conv1d_parts problem");
     const Conv1dParts p(prob);
     const SpatialConfig c(cfg);
-    for (const std::string& why : {parts::block_length_problem("l_a", c.l_a, kMinBlock, kMaxBlock, p.n),
-                                   parts::block_length_problem("l_b", c.l_b, kMinBlock, kMaxBlock, p.m)})
+    for (const std::string& why : {parts::block_length_problem("l_a", c.l_a, kSpatialMinBlock, kSpatialMaxBlock, p.n),
+                                   parts::block_length_problem("l_b", c.l_b, kSpatialMinBlock, kSpatialMaxBlock, p.m)})
       if (!why.empty()) return Status::no(why);
     if (c.threads % 32 != 0 || c.threads < 32 || c.threads > dev.max_threads_per_block)
       return Status::no("threads=" + std::to_string(c.threads) + " must be a multiple of 32 in [32, " +
@@ -126,7 +126,7 @@ class Conv1dPartsSpatial : public Variant {
       return Status::no("shared memory " + std::to_string(c.smem_bytes()) + " B > device limit " +
                         std::to_string(dev.max_smem_per_block) + " B");
     const PartsCounts k = parts::count_parts(p.n, p.m, c.l_a, c.l_b, p.start, p.end);
-    if (k.pairs > kMaxPairs)
+    if (k.pairs > kSpatialMaxPairs)
       return Status::no(std::to_string(k.pairs) + " block pairs > 2^26: longer blocks cut the schedule");
     if (direct_work(k, c) > kMaxDirectWork)
       return Status::no("direct work of " + std::to_string(k.pairs) + " pairs x " + std::to_string(c.l_a) + " x " +

@@ -24,8 +24,8 @@ namespace {
 
 using parts::PartsCounts;
 
-constexpr int64_t kMinBlock = 64, kMaxBlock = 65536;
-constexpr int64_t kMaxPairs = int64_t(1) << 26;
+constexpr int64_t kFftMinBlock = 64, kFftMaxBlock = 65536;
+constexpr int64_t kFftMaxPairs = int64_t(1) << 26;
 constexpr double kMaxIntervalSpectraBytes = 2.0 * (int64_t(1) << 30);
 
 // Sizes of one config on one problem, from the schedule's counts (no schedule built).
@@ -168,8 +168,8 @@ class Conv1dPartsSpectral : public Variant {
     const Conv1dParts p(prob);
     return ParamSpace()
         .add("l_a", "block length of a (a power of two; one of l_a, l_b divides the other)",
-             lengths(parts::block_lengths(kMinBlock, kMaxBlock, p.n)))
-        .add("l_b", "block length of b", lengths(parts::block_lengths(kMinBlock, kMaxBlock, p.m)))
+             lengths(parts::block_lengths(kFftMinBlock, kFftMaxBlock, p.n)))
+        .add("l_b", "block length of b", lengths(parts::block_lengths(kFftMinBlock, kFftMaxBlock, p.m)))
         .add("fft_size", "transform length P >= l_a + l_b - 1: next power of two, or next 7-smooth integer",
              {"pow2", "smooth"});
   }
@@ -179,11 +179,11 @@ class Conv1dPartsSpectral : public Variant {
     const Conv1dParts p(prob);
     const std::string policy = c.at("fft_size").get<std::string>();
     if (!parts::known_fft_policy(policy)) return Status::no("unknown fft_size '" + policy + "' (pow2 or smooth)");
-    for (const std::string& why : {parts::block_length_problem("l_a", c.at("l_a").get<int64_t>(), kMinBlock, kMaxBlock, p.n),
-                                   parts::block_length_problem("l_b", c.at("l_b").get<int64_t>(), kMinBlock, kMaxBlock, p.m)})
+    for (const std::string& why : {parts::block_length_problem("l_a", c.at("l_a").get<int64_t>(), kFftMinBlock, kFftMaxBlock, p.n),
+                                   parts::block_length_problem("l_b", c.at("l_b").get<int64_t>(), kFftMinBlock, kFftMaxBlock, p.m)})
       if (!why.empty()) return Status::no(why);
     const SpectralShape s = shape(prob, c);
-    if (s.counts.pairs > kMaxPairs)
+    if (s.counts.pairs > kFftMaxPairs)
       return Status::no(std::to_string(s.counts.pairs) + " block pairs > 2^26: longer blocks cut the schedule");
     if (s.interval_spectra_bytes() > kMaxIntervalSpectraBytes)
       return Status::no("interval spectra need " + mib(s.interval_spectra_bytes()) + " > 2 GiB (" +

@@ -9,7 +9,7 @@ namespace {
 // (py + 2r) * py * px * (2r + 1), compile time and code size grow past what full unrolling gains (the
 // pairs of rows no filter row joins emit nothing); larger filters are spectral_tiled's.
 constexpr int64_t kMaxUnrolledIterations = 8000;
-constexpr int kMaxRadius = 8;
+constexpr int kPipelinedMaxRadius = 8;
 
 class Conv2dPipelined : public JitConv2dVariant {
  public:
@@ -61,7 +61,7 @@ class Conv2dPipelined : public JitConv2dVariant {
     if (dev.cc_major < 8) return Status::no("pipelined stages rows with cp.async: compute capability 8.0 or later");
     if (cfg_int(c, "px") % 4 != 0) return Status::no("px must be a multiple of 4 (windows are read as float4s)");
     if (cfg_int(c, "stages") < 2) return Status::no("stages must be 2 or more (this step and one ahead)");
-    if (p.r > kMaxRadius) return Status::no("radius > " + std::to_string(kMaxRadius) + " (spectral_tiled's range)");
+    if (p.r > kPipelinedMaxRadius) return Status::no("radius > " + std::to_string(kPipelinedMaxRadius) + " (spectral_tiled's range)");
     const int64_t py = cfg_int(c, "py");
     if ((py + 2 * p.r) * py * cfg_int(c, "px") * p.fw() > kMaxUnrolledIterations)
       return Status::no("the unrolled patch loops ((py + 2r) * py * px * (2r + 1) iterations) are over " +

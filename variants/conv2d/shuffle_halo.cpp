@@ -10,7 +10,7 @@ namespace {
 // measured on the H100 and H200 (8192^2), pipelined is faster from r = 3 on (0.209 against 0.216 ms on the
 // H100). A rolling form that walked 8-64 rows with 2r + 1 accumulator rows lost to these short walks at
 // every r (more registers, and its long walks stream worse); it was removed.
-constexpr int kMaxRadius = 3;
+constexpr int kShuffleMaxRadius = 3;
 // py: more rows a thread read each row fewer times from L2 and cost registers. On an H200 at 8192^2 r = 2 the
 // best of each py took 0.1470 (3), 0.1410 (4), 0.1390 (5), 0.1404 (6) and 0.1393 ms (8); 3 and 6 never won.
 
@@ -47,8 +47,8 @@ class Conv2dShuffleHalo : public JitConv2dVariant {
     return {dim3(ceil_div(p.w, 4 * int64_t(bx)), ceil_div(p.h, int64_t(by) * cfg_int(c, "py"))), dim3(bx, by), 0};
   }
   Status constraints(const Conv2d& p, const Config& c, const DeviceInfo&) const override {
-    if (p.r > kMaxRadius)
-      return Status::no("radius > " + std::to_string(kMaxRadius) + " (pipelined is faster there)");
+    if (p.r > kShuffleMaxRadius)
+      return Status::no("radius > " + std::to_string(kShuffleMaxRadius) + " (pipelined is faster there)");
     if (cfg_int(c, "block_x") % 32 != 0) return Status::no("block_x must be a multiple of 32 (whole warps)");
     const int threads = cfg_int(c, "block_x") * cfg_int(c, "block_y");
     if (threads < 64 || threads > 512) return Status::no("block_x * block_y must be 64 to 512 threads");

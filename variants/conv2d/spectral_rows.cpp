@@ -17,7 +17,7 @@ namespace {
 // of two bins instead of 8 rows of one (up to 1.8x slower at r >= 5); loading a step's rows when it
 // starts instead of during the previous step's sums (the kernel's prefetch in its step loop).
 constexpr int kLineFft = 64, kPointsPerThread = 8, kRowsPerThread = 8;
-constexpr int kMaxRadius = 16;  // a thread holds its bin's 2r + 1 complex taps in registers
+constexpr int kRowsMaxRadius = 16;  // a thread holds its bin's 2r + 1 complex taps in registers
 
 // The launch of a config: ty rows a step, `steps` steps a segment at most, about `regs` registers.
 struct RowsShape {
@@ -31,7 +31,7 @@ struct RowsShape {
   }
 };
 
-RowsShape shape_of(const Config& c) {
+RowsShape rows_shape_of(const Config& c) {
   return {cfg_int(c, "ty"), cfg_int(c, "steps"), cfg_int(c, "regs")};
 }
 
@@ -64,14 +64,14 @@ class Conv2dSpectralRows : public Variant {
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {
     if (prob.family != kConv2d) return Status::no("not a conv2d problem");
     const Conv2d p(prob);
-    const RowsShape s = shape_of(c);
+    const RowsShape s = rows_shape_of(c);
     // Off-grid values a spec may give: the kernel needs whole 8-row groups, a segment at least a step long.
     if (s.ty < kRowsPerThread || s.ty % kRowsPerThread != 0)
       return Status::no("ty = " + std::to_string(s.ty) + ": must be a positive multiple of 8 (8 rows a thread)");
     if (s.steps < 1) return Status::no("steps = " + std::to_string(s.steps) + ": must be at least 1");
     if (s.regs < 32) return Status::no("regs = " + std::to_string(s.regs) + ": must be at least 32");
-    if (p.r > kMaxRadius)
-      return Status::no("r = " + std::to_string(p.r) + " > " + std::to_string(kMaxRadius) +
+    if (p.r > kRowsMaxRadius)
+      return Status::no("r = " + std::to_string(p.r) + " > " + std::to_string(kRowsMaxRadius) +
                         ": a thread holds 2r + 1 complex taps in registers");
     if (s.threads() > dev.max_threads_per_block)
       return Status::no("ty = " + std::to_string(s.ty) + ": 8 ty = " + std::to_string(s.threads()) +
@@ -85,7 +85,7 @@ class Conv2dSpectralRows : public Variant {
 
   Cost cost(const Problem& prob, const Config& c) const override {
     const Conv2d p(prob);
-    const RowsShape s = shape_of(c);
+    const RowsShape s = rows_shape_of(c);
     const dim3 g = s.grid(p);
     // Per column of blocks: every step's ty output lines once (the kernel spreads the steps evenly over the
     // grid.y segments), and each segment transforms the 2r rows above it too.
@@ -103,7 +103,7 @@ class Conv2dSpectralRows : public Variant {
   // (rel_l2 1.3-1.6e-7 at 8192^2 r = 2-8 on the H100, the direct kernels' 1-3e-7).
 
   std::vector<JitProgram> programs(const Problem& prob, const Config& c) const override {
-    const RowsShape s = shape_of(c);
+    const RowsShape s = rows_shape_of(c);
     return {{"conv2d_spectral_rows.cuh",
              {define("RADIUS", Conv2d(prob).r), define("N", kLineFft), define("P", kPointsPerThread),
               define("TY", s.ty), define("PY", kRowsPerThread), define("REGS", s.regs)}}};
@@ -111,7 +111,7 @@ class Conv2dSpectralRows : public Variant {
 
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache& jit) const override {
     const Conv2d p(prob);
-    const RowsShape s = shape_of(c);
+    const RowsShape s = rows_shape_of(c);
     const int r = int(p.r), n = kLineFft;
     return std::make_unique<SpectrumPlan>(jit.module(programs(prob, c).front()), "conv2d_spectral_rows_kernel",
                                           s.grid(p), s.threads(), s.smem_bytes(p), p.h, p.w, p.r,

@@ -10,7 +10,7 @@ namespace {
 
 // Its K, B and accumulator chains grow with r, and the spectral kernels are faster from r = 5 on
 // (PERFORMANCE.md); at r = 8 the 32-output patches already spill.
-constexpr int kMaxRadius = 8;
+constexpr int kToeplitzMaxRadius = 8;
 // Blocks a launch aims for: each builds B once and walks down its strip. 8192^2 in 64 x 64 tiles walks 16
 // (measured on an H200 at r = 4: walks of 4, 16 and 64 tiles took 0.320, 0.290 and 0.281 ms); small images
 // walk fewer.
@@ -81,8 +81,8 @@ class Conv2dWgmmaToeplitz : public JitConv2dVariant {
   }
   Status constraints(const Conv2d& p, const Config& c, const DeviceInfo& dev) const override {
     if (const Status hopper = wgmma_supported(dev); !hopper) return hopper;
-    if (p.r > kMaxRadius)
-      return Status::no("radius > " + std::to_string(kMaxRadius) + " (the spectral kernels are faster from r = 5)");
+    if (p.r > kToeplitzMaxRadius)
+      return Status::no("radius > " + std::to_string(kToeplitzMaxRadius) + " (the spectral kernels are faster from r = 5)");
     if (math(c) != kMath3xTf32 && math(c) != kMathTf32)
       return Status::no("math must be " + std::string(kMath3xTf32) + " or " + kMathTf32);
     const Patch t = patch(p, c);

@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""Mutation testing of the harness's rule files (`make mutate`; slow, not in CI). See docs/MUTATION.md.
+
+  plan    universalmutator writes the one-line mutants of each file; a seeded sample of them (comment lines
+          left out) is stored under WORK/plan, so that another machine can try the same mutants.
+  run     tries the plan's mutants in parallel workers on one build of a copy of the tree: each worker compiles
+          the mutated file alone (its compile command from compile_commands.json), links its own CPU test
+          binary and CLI, and runs the CPU suite without the NVRTC compile tests. A mutant that does not
+          compile is not counted; one whose suite fails, crashes or runs past the limit is killed.
+  report  the score (killed / (killed + survived)) per file and in all, and every survivor as a diff.
+  all     plan, run and report; plots: mutmut 2 over scripts/convtune_plots with tests/python's tests.
+
+A header is not mutated: every file that includes it would have to be rebuilt per mutant.
+"""
+import argparse
+import concurrent.futures as futures
+import difflib
+import json
+import os
+import random
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# Every test that compiles kernels with NVRTC: minutes each on a small machine, and they test no rule.
+SLOW_TESTS = ("Nvrtc.*:*Compile.*:*.EveryKernelCompilesOverItsSpace:*.KernelsCompileOverASampleOfTheirSpace:"
+              "*.SpatialProgramsCompileForSm90")
+RULE_FILES = """harness/select.cpp harness/dispatch.cpp harness/dispatch_table.cpp harness/fleet.cpp harness/shard.cpp
+harness/merge.cpp harness/records.cpp harness/run_folder.cpp harness/sweep_plan.cpp harness/spec.cpp harness/replay.cpp
+harness/runner.cpp harness/measure.cpp harness/problem.cpp harness/params.cpp harness/perf_model.cpp
+harness/strategies/common.cpp harness/strategies/exhaustive.cpp harness/strategies/halving.cpp
+harness/strategies/random.cpp harness/strategies/warm.cpp
+variants/conv2d/direct.cpp variants/conv2d/jit_conv2d.cpp variants/conv1d/spatial.cpp
+variants/conv1d_parts/parts_common.cpp variants/conv1d_parts/schedule.cpp variants/layer_common/layer_variant.cpp
+variants/layer_common/implicit_gemm.cpp variants/layer_pool/pool_variants.cpp""".split()
+
+
+def default_files():
+    families = sorted(str(p.relative_to(REPO)) for p in REPO.glob("variants/*/family.c*"))
+    return [f for f in RULE_FILES + families if (REPO / f).is_file()]
+
+
+def changed_line(original, mutant):
+    """The first line where a mutant differs from the original (0-based)."""
+    for i, (a, b) in enumerate(zip(original, mutant)):
+        if a != b:
+            return i
+    return min(len(original), len(mutant))
+
+
+def plan(args):
+    """Mutants of each file, a sample drawn with the seed, as WORK/plan/plan.json."""
+    if not shutil.which("mutate"):
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "universalmutator"], check=True)
+    out = Path(args.work) / "plan"
+    shutil.rmtree(out, ignore_errors=True)
+    entries = []
+    for name in args.files:
+        source = REPO / name
+        folder = out / name.replace("/", "_")
+        folder.mkdir(parents=True)
+        subprocess.run(["mutate", str(source), "cpp", "--noCheck", "--mutantDir", str(folder)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=folder)
+        original = source.read_text().splitlines()
+        mutants = sorted(folder.iterdir(), key=lambda p: int(re.search(r"\.mutant\.(\d+)\.", p.name).group(1)))
+        kept = []
+        for m in mutants:
+            line = changed_line(original, m.read_text().splitlines())
+            text = original[line].strip() if line < len(original) else ""
+            if not text.startswith(("//", "/*", "*", "#include")):
+                kept.append((m, line + 1))
+        total = len(kept)
+        if 0 < args.sample < len(kept):
+            kept = sorted(random.Random(f"{args.seed}:{name}").sample(kept, args.sample), key=lambda k: k[1])
+        for m, line in kept:
+            entries.append({"file": name, "mutant": str(m.relative_to(out)), "line": line})
+        sampled = {m for m, _ in kept}
+        for m in mutants:  # only the sample is kept: a plan travels to other machines
+            if m not in sampled:
+                m.unlink()
+        print(f"plan: {name}: {len(kept)} of {total} mutants", flush=True)
+    (out / "plan.json").write_text(json.dumps({"seed": args.seed, "sample": args.sample, "files": args.files,
+                                               "mutants": entries}, indent=1))
+
+
+def copy_tree(tree):
+    """The working tree's files (committed or not, ignored ones left out), rewritten only where they differ."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True)
+    if listed.returncode == 0:
+        names = listed.stdout.decode().split("\0")
+    else:  # a copy of the tree without its git folder (a lent machine): every file but the build folders
+        names = [str(p.relative_to(REPO)) for p in REPO.rglob("*")
+                 if p.is_file() and not p.relative_to(REPO).parts[0].startswith(("build", ".git"))]
+    for name in names:
+        src = REPO / name
+        if not name or name.startswith("build") or not src.is_file():
+            continue
+        dst = tree / name
+        if dst.exists() and dst.read_bytes() == src.read_bytes():
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+    for extra in (".git-sha", ".deps"):
+        if (REPO / extra).exists() and not (tree / extra).exists():
+            (shutil.copytree if (REPO / extra).is_dir() else shutil.copyfile)(REPO / extra, tree / extra)
+    if not (tree / ".git-sha").exists():
+        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO, capture_output=True, text=True)
+        (tree / ".git-sha").write_text(sha.stdout)
+
+
+class Build:
+    """One build of the copy, and the commands that rebuild a file's object and relink the two binaries."""
+
+    def __init__(self, tree, jobs):
+        self.tree, self.dir = tree, tree / "build"
+        launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache", "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"] \
+            if shutil.which("ccache") else []
+        subprocess.run(["cmake", "-S", tree, "-B", self.dir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                        "-DCONVTUNE_UNITY=OFF", *launcher], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["cmake", "--build", self.dir, "-j", str(jobs), "--target", "convtune_cpu_tests",
+                        "convtune"], check=True, stdout=subprocess.DEVNULL)
+        self.compile = {Path(e["file"]).resolve(): e for e in json.loads((self.dir / "compile_commands.json").read_text())}
+        self.links = {t: self.link_command(t) for t in ("tests/convtune_cpu_tests", "convtune")}
+
+    def link_command(self, target):
+        lines = subprocess.run(["ninja", "-C", self.dir, "-t", "commands", target], check=True, capture_output=True,
+                               text=True).stdout.strip().splitlines()
+        return lines[-1]
+
+    def object_of(self, source):
+        entry = self.compile[(self.tree / source).resolve()]
+        return entry["output"] if "output" in entry else re.search(r" -o (\S+)", entry["command"]).group(1)
+
+    def compile_mutant(self, source, mutant_path, obj):
+        entry = self.compile[(self.tree / source).resolve()]
+        cmd = shlex.split(entry["command"])
+        cmd = [a for a in cmd if a not in ("-MD",)]
+        for flag in ("-MT", "-MF"):
+            while flag in cmd:
+                i = cmd.index(flag)
+                del cmd[i:i + 2]
+        cmd[cmd.index("-o") + 1] = str(obj)
+        cmd[cmd.index("-c") + 1] = str(mutant_path)
+        return subprocess.run(cmd, cwd=entry["directory"], capture_output=True).returncode == 0
+
+    def relink(self, target, original_obj, obj, out):
+        cmd = self.links[target].replace(f" {original_obj} ", f" {obj} ")
+        cmd = re.sub(r" -o \S+", f" -o {out}", cmd, count=1)
+        return subprocess.run(cmd, shell=True, cwd=self.dir, capture_output=True).returncode == 0
+
+
+def try_mutant(build, entry, plan_dir, worker_dir, timeout):
+    """killed | survived | invalid, and seconds taken."""
+    start = time.time()
+    source = entry["file"]
+    text = (plan_dir / entry["mutant"]).read_text()
+    # Beside the original, so that its quoted includes resolve the same way.
+    mutant_path = build.tree / Path(source).parent / f".mutant-{worker_dir.name}-{Path(source).name}"
+    mutant_path.write_text(text)
+    obj = worker_dir / "mutant.o"
+    try:
+        if not build.compile_mutant(source, mutant_path, obj):
+            return "invalid", time.time() - start
+        original_obj = build.object_of(source)
+        if any(f" {original_obj} " not in build.links[t] for t in build.links):
+            raise RuntimeError(f"{source}: its object {original_obj} is not in the links")
+        tests, cli = worker_dir / "convtune_cpu_tests", worker_dir / "convtune"
+        if not (build.relink("tests/convtune_cpu_tests", original_obj, obj, tests) and
+                build.relink("convtune", original_obj, obj, cli)):
+            return "invalid", time.time() - start
+        env = dict(os.environ, CONVTUNE_TEST_CLI=str(cli), TMPDIR=str(worker_dir / "tmp"))
+        (worker_dir / "tmp").mkdir(exist_ok=True)
+        try:
+            rc = subprocess.run([tests, f"--gtest_filter=-{SLOW_TESTS}", "--gtest_fail_fast"], cwd=build.dir / "tests",
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = -1
+        return ("survived" if rc == 0 else "killed"), time.time() - start
+    finally:
+        mutant_path.unlink(missing_ok=True)
+        shutil.rmtree(worker_dir / "tmp", ignore_errors=True)
+
+
+def baseline(build, worker_dir, timeout):
+    """The unmutated suite in a worker's setting must pass, else no mutant's result means anything."""
+    env = dict(os.environ, CONVTUNE_TEST_CLI=str(build.dir / "convtune"), TMPDIR=str(worker_dir))
+    r = subprocess.run([build.dir / "tests" / "convtune_cpu_tests", f"--gtest_filter=-{SLOW_TESTS}"],
+                       cwd=build.dir / "tests", env=env, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        sys.exit("mutate: the unmutated suite fails:\n" + "\n".join(r.stdout.splitlines()[-20:]))
+
+
+def run(args):
+    work = Path(args.work)
+    plan_dir = work / "plan"
+    entries = json.loads((plan_dir / "plan.json").read_text())["mutants"]
+    if args.limit:
+        entries = entries[:args.limit]
+    tree = work / "tree"
+    tree.mkdir(parents=True, exist_ok=True)
+    copy_tree(tree)
+    t0 = time.time()
+    build = Build(tree, os.cpu_count())
+    print(f"mutate: copy built in {time.time() - t0:.0f} s; {len(entries)} mutants, {args.workers} workers", flush=True)
+    workers = []
+    for i in range(args.workers):
+        d = work / f"worker{i}"
+        d.mkdir(exist_ok=True)
+        workers.append(d)
+    t0 = time.time()
+    with futures.ThreadPoolExecutor(args.workers) as pool:
+        list(pool.map(lambda d: baseline(build, d, args.timeout), workers[:2]))
+    print(f"mutate: baseline suite passes ({time.time() - t0:.0f} s for two at once)", flush=True)
+    results_path = work / "results.jsonl"
+    done = {}
+    if results_path.exists() and args.resume:
+        for line in results_path.read_text().splitlines():
+            r = json.loads(line)
+            done[r["mutant"]] = r
+    todo = [e for e in entries if e["mutant"] not in done]
+    free = list(workers)
+    deadline = time.time() + args.budget if args.budget else None
+    with open(results_path, "a" if args.resume else "w") as out, futures.ThreadPoolExecutor(args.workers) as pool:
+        def one(entry):
+            d = free.pop()
+            try:
+                if deadline and time.time() > deadline:
+                    return None
+                outcome, seconds = try_mutant(build, entry, plan_dir, d, args.timeout)
+                return dict(entry, outcome=outcome, seconds=round(seconds, 1))
+            finally:
+                free.append(d)
+        for r in pool.map(one, todo):
+            if r is None:
+                continue
+            out.write(json.dumps(r) + "\n")
+            out.flush()
+            print(f"mutate: {r['file']}:{r['line']} {r['outcome']} ({r['seconds']} s)", flush=True)
+    report(args)
+
+
+def report(args):
+    work = Path(args.work)
+    plan_dir = work / "plan"
+    results = [json.loads(l) for l in (work / "results.jsonl").read_text().splitlines()]
+    by_file = {}
+    for r in results:
+        by_file.setdefault(r["file"], {"killed": 0, "survived": 0, "invalid": 0})[r["outcome"]] += 1
+    killed = sum(c["killed"] for c in by_file.values())
+    survived = sum(c["survived"] for c in by_file.values())
+    invalid = sum(c["invalid"] for c in by_file.values())
+    lines = ["| file | killed | survived | did not compile |", "|---|---|---|---|"]
+    lines += [f"| {f} | {c['killed']} | {c['survived']} | {c['invalid']} |" for f, c in sorted(by_file.items())]
+    score = f"{100 * killed / (killed + survived):.1f}%" if killed + survived else "n/a"
+    lines += ["", f"C++: {killed} killed, {survived} survived, {invalid} did not compile: score {score}", "",
+              "Surviving mutants:"]
+    for r in results:
+        if r["outcome"] != "survived":
+            continue
+        original = (REPO / r["file"]).read_text().splitlines()
+        mutant = (plan_dir / r["mutant"]).read_text().splitlines()
+        diff = [d for d in difflib.unified_diff(original, mutant, lineterm="", n=0) if d[:1] in "+-" and d[:3] not in ("---", "+++")]
+        lines.append(f"- {r['file']}:{r['line']}: " + "  ".join(d.strip() for d in diff))
+    text = "\n".join(lines)
+    (work / "report.md").write_text(text + "\n")
+    print(text)
+
+
+def plots(args):
+    """mutmut 2 over scripts/convtune_plots with the tests of tests/python, in the copy (it mutates in place)."""
+    tree = Path(args.work) / "tree"
+    tree.mkdir(parents=True, exist_ok=True)
+    copy_tree(tree)
+    if subprocess.run([sys.executable, "-c", "import mutmut"]).returncode != 0:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "mutmut<3"], check=True)
+    (tree / ".mutmut-cache").unlink(missing_ok=True)
+    subprocess.run([sys.executable, "-m", "mutmut", "run", "--paths-to-mutate", "scripts/convtune_plots",
+                    "--tests-dir", "tests/python", "--no-progress",
+                    "--runner", f"{sys.executable} -m pytest -x -q -p no:cacheprovider tests/python"], cwd=tree)
+    subprocess.run([sys.executable, "-m", "mutmut", "results"], cwd=tree)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("step", choices=["plan", "run", "report", "all", "plots"])
+    p.add_argument("--files", nargs="*", default=None, help="C++ files to mutate (default: the rule files)")
+    p.add_argument("--sample", type=int, default=15, help="mutants per file (0: all)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2))
+    p.add_argument("--timeout", type=int, default=300, help="seconds per mutant's suite")
+    p.add_argument("--budget", type=int, default=0, help="stop starting mutants after this many seconds (0: none)")
+    p.add_argument("--limit", type=int, default=0, help="try only the plan's first N mutants")
+    p.add_argument("--resume", action="store_true", help="keep earlier results and try only the rest")
+    p.add_argument("--work", default=str(REPO / "build-mutate"))
+    args = p.parse_args()
+    args.files = args.files or default_files()
+    if args.step in ("plan", "all"):
+        plan(args)
+    if args.step in ("run", "all"):
+        run(args)
+    if args.step == "report":
+        report(args)
+    if args.step == "plots":
+        plots(args)
+
+
+if __name__ == "__main__":
+    main()
