@@ -35,11 +35,7 @@ using test::CliResult;
 using test::read_text;
 using test::run_captured;
 
-CliResult convtune_cli(const std::vector<std::string>& args, const fs::path& scratch) {
-  std::vector<std::string> argv = {test::cli_binary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run_captured(argv, scratch);
-}
+using test::convtune_cli;
 
 // Every file under `dir` (relative path -> contents hash): what a failing command must not change.
 std::map<std::string, size_t> checksums(const fs::path& dir) {

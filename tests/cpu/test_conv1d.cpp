@@ -33,7 +33,7 @@ Problem c1d(int64_t n, int64_t m, int64_t mode) {
 Problem parts(int64_t n, int64_t m, int64_t start, int64_t end) {
   return Problem::from_json({{"family", "conv1d_parts"}, {"n", n}, {"m", m}, {"start", start}, {"end", end}});
 }
-const Variant& get(const char* n) { return Registry::instance().get(n); }
+const Variant& conv1d_variant(const char* n) { return Registry::instance().get(n); }
 
 
 void expect_refused(const Status& s, const std::string& why_part, const std::string& what) {
@@ -213,7 +213,7 @@ TEST(Conv1dProblem, PartsClosedFormCountEqualsBruteForce) {
 // outputs per block, N = the outputs rounded up to whole blocks (the last block is counted whole), plus
 // one read of the filter (the seed keeps it in constant memory and does not count it).
 TEST(Conv1dCost, OverlapDiscardFollowsTheSeedTable) {
-  const Variant& v = get("conv1d.overlap_discard");
+  const Variant& v = conv1d_variant("conv1d.overlap_discard");
   struct Case {
     int64_t n, m, mode;
     int threads, per_thread;
@@ -248,7 +248,7 @@ TEST(Conv1dCost, OverlapDiscardFollowsTheSeedTable) {
 // input blocks; the filter is read once; and, beyond the seed's table, the (blocks-1)(m-1) outputs where
 // neighbouring blocks meet are read back to be added (K-step and atomic alike).
 TEST(Conv1dCost, OverlapAddFollowsTheSeedTable) {
-  const Variant& v = get("conv1d.overlap_add");
+  const Variant& v = conv1d_variant("conv1d.overlap_add");
   struct Case {
     int64_t n, m, mode;
     int threads, per_thread;
@@ -297,7 +297,7 @@ TEST(Conv1dCost, FlopsAreTheDirectCountForEveryVariant) {
 
 TEST(Conv1dCost, SpectralWorkGrowsLikeNLogN) {
   // Whole-signal cuFFT: full mode at m = 1 is a transform of exactly n = 2^k points: 5 N log2 N + 6 N.
-  const Variant& fft = get("conv1d.fft");
+  const Variant& fft = conv1d_variant("conv1d.fft");
   const Config pow2 = {{"size_policy", "pow2"}};
   for (int k : {10, 16, 20, 24}) {
     const double N = std::ldexp(1.0, k);
@@ -316,16 +316,16 @@ TEST(Conv1dCost, SpectralWorkGrowsLikeNLogN) {
   // in N, growing with log S. Valid mode, m = 33, S = 4096: 10 windows of 4064 outputs.
   const double S = 4096, valid = S - 32;
   const Problem ten = c1d(int64_t(10 * valid) + 32, 33, 0), twenty = c1d(int64_t(20 * valid) + 32, 33, 0);
-  const Variant& od = get("conv1d.overlap_discard_fft");
+  const Variant& od = conv1d_variant("conv1d.overlap_discard_fft");
   const Config s4096 = {{"fft_size", 4096}};
   EXPECT_DOUBLE_EQ(od.cost(ten, s4096).flops_variant, 10 * (5 * S * 12 + 6 * S));
   EXPECT_DOUBLE_EQ(od.cost(twenty, s4096).flops_variant, 2 * od.cost(ten, s4096).flops_variant);
   // Fused: two real windows per complex transform pair (forward + inverse): 5 blocks.
-  const Variant& fused = get("conv1d.fused_fft");
+  const Variant& fused = conv1d_variant("conv1d.fused_fft");
   EXPECT_DOUBLE_EQ(fused.cost(ten, {{"fft_size", 4096}, {"threads", 256}, {"radix", 16}, {"grid", "per_pair"}}).flops_variant,
                    5 * (2 * 5 * S * 12 + 6 * S));
   // Overlap-add: blocks of S - 32 inputs: n = 10 (S - 32) is 10 blocks.
-  const Variant& oa = get("conv1d.overlap_add_fft");
+  const Variant& oa = conv1d_variant("conv1d.overlap_add_fft");
   const Config a4096 = {{"fft_size", 4096}, {"schedule", "k2"}};
   EXPECT_DOUBLE_EQ(oa.cost(c1d(int64_t(10 * valid), 33, 1), a4096).flops_variant, 10 * (5 * S * 12 + 6 * S));
   // Per output, larger windows cost more (log S), fewer halo points aside.
@@ -337,7 +337,7 @@ TEST(Conv1dCost, SpectralWorkGrowsLikeNLogN) {
 
 TEST(Conv1dConstraints, OverlapAddNeedsABlockLongerThanTheFilter) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  const Variant& v = get("conv1d.overlap_add");
+  const Variant& v = conv1d_variant("conv1d.overlap_add");
   // 128 * 4 = 512 outputs per block: m = 513 leaves no input, m = 600 less than none.
   for (int64_t m : {513, 600}) {
     const Status s = v.can_implement(c1d(100000, m, 1), tiled_add(128, 4, "atomic"), dev);
@@ -352,7 +352,7 @@ TEST(Conv1dConstraints, KStepNeedsEnoughSteps) {
   // Spatial: 512-output blocks, m = 300: 213 inputs per block, spans of 512 overlap the next 2 blocks'
   // starts 213 and 426 apart -> k >= 1 + ceil(299 / 213) = 3.
   ASSERT_EQ(conv1d::kstep_min_k(213, 300), 3);
-  const Variant& v = get("conv1d.overlap_add");
+  const Variant& v = conv1d_variant("conv1d.overlap_add");
   const Problem p = c1d(100000, 300, 1);
   expect_refused(v.can_implement(p, tiled_add(128, 4, "k2"), dev), "needs 3", "spatial k2");
   EXPECT_TRUE(v.can_implement(p, tiled_add(128, 4, "k3"), dev).ok);
@@ -363,7 +363,7 @@ TEST(Conv1dConstraints, KStepNeedsEnoughSteps) {
 
   // Spectral: 1024-point blocks, m = 700: 325 inputs per block -> k >= 1 + ceil(699 / 325) = 4.
   ASSERT_EQ(conv1d::kstep_min_k(325, 700), 4);
-  const Variant& f = get("conv1d.overlap_add_fft");
+  const Variant& f = conv1d_variant("conv1d.overlap_add_fft");
   const Problem q = c1d(100000, 700, 1);
   for (const char* k : {"k2", "k3"})
     expect_refused(f.can_implement(q, {{"fft_size", 1024}, {"schedule", k}}, dev), "needs 4", k);
@@ -373,14 +373,14 @@ TEST(Conv1dConstraints, KStepNeedsEnoughSteps) {
 
 TEST(Conv1dConstraints, FusedFftNeedsAQuarterValidAndSharedMemory) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  const Variant& v = get("conv1d.fused_fft");
+  const Variant& v = conv1d_variant("conv1d.fused_fft");
   const Config c1024 = {{"fft_size", 1024}, {"threads", 128}, {"radix", 16}, {"grid", "per_pair"}};
   // 1024 - (m - 1) < 256 refuses: m = 770 keeps 255; m = 769 keeps exactly a quarter.
   expect_refused(v.can_implement(c1d(100000, 770, 1), c1024, dev), "fewer than a quarter", "m = 770");
   EXPECT_TRUE(contains(v.can_implement(c1d(100000, 770, 1), c1024, dev).reason, "255")) << "valid count";
   EXPECT_TRUE(v.can_implement(c1d(100000, 769, 1), c1024, dev).ok);
   // The batched overlap-discard has the same rule.
-  expect_refused(get("conv1d.overlap_discard_fft").can_implement(c1d(100000, 770, 1), {{"fft_size", 1024}}, dev),
+  expect_refused(conv1d_variant("conv1d.overlap_discard_fft").can_implement(c1d(100000, 770, 1), {{"fft_size", 1024}}, dev),
                  "fewer than a quarter", "batched m = 770");
 
   // 16384 points: 8 * (16384 + 512) = 135168 B of shared memory: fits 227 KiB, not 100 KiB.
@@ -398,7 +398,7 @@ TEST(Conv1dConstraints, FusedFftNeedsAQuarterValidAndSharedMemory) {
 
 TEST(Conv1dConstraints, ConstantMemoryHoldsAtMost16384Taps) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  const Variant& direct = get("conv1d.direct");
+  const Variant& direct = conv1d_variant("conv1d.direct");
   const Problem over = c1d(100000, 16385, 0), at = c1d(100000, 16384, 0);
   const Config constant = {{"threads", 256}, {"outputs_per_thread", 1}, {"filter", "constant"}};
   Config global = constant;
@@ -407,9 +407,9 @@ TEST(Conv1dConstraints, ConstantMemoryHoldsAtMost16384Taps) {
   EXPECT_TRUE(direct.can_implement(over, global, dev).ok);
   EXPECT_TRUE(direct.can_implement(at, constant, dev).ok);
   // The tiled kernels always keep the filter in constant memory.
-  expect_refused(get("conv1d.overlap_discard").can_implement(over, tiled(128, 4), dev), "constant memory",
+  expect_refused(conv1d_variant("conv1d.overlap_discard").can_implement(over, tiled(128, 4), dev), "constant memory",
                  "overlap_discard");
-  expect_refused(get("conv1d.overlap_add").can_implement(c1d(100000, 16385, 1), tiled_add(256, 128, "atomic"), dev),
+  expect_refused(conv1d_variant("conv1d.overlap_add").can_implement(c1d(100000, 16385, 1), tiled_add(256, 128, "atomic"), dev),
                  "constant memory", "overlap_add");
 }
 
@@ -418,13 +418,13 @@ TEST(Conv1dConstraints, BatchedFftSizesMustBe7Smooth) {
   const Problem p = c1d(100000, 33, 1);
   // Configs outside the declared values reach can_implement as they are (complete_config is not called).
   for (int size : {1100, 1024 * 11, 1013}) {  // 2^2 5^2 11, 2^10 11, prime
-    expect_refused(get("conv1d.overlap_discard_fft").can_implement(p, {{"fft_size", size}}, dev), "prime factor",
+    expect_refused(conv1d_variant("conv1d.overlap_discard_fft").can_implement(p, {{"fft_size", size}}, dev), "prime factor",
                    "overlap_discard_fft " + std::to_string(size));
-    expect_refused(get("conv1d.overlap_add_fft").can_implement(p, {{"fft_size", size}, {"schedule", "atomic"}}, dev),
+    expect_refused(conv1d_variant("conv1d.overlap_add_fft").can_implement(p, {{"fft_size", size}, {"schedule", "atomic"}}, dev),
                    "prime factor", "overlap_add_fft " + std::to_string(size));
   }
   for (int size : {1000, 1029, 1080})  // 2^3 5^3, 3 7^3, 2^3 3^3 5
-    EXPECT_TRUE(get("conv1d.overlap_discard_fft").can_implement(p, {{"fft_size", size}}, dev).ok) << size;
+    EXPECT_TRUE(conv1d_variant("conv1d.overlap_discard_fft").can_implement(p, {{"fft_size", size}}, dev).ok) << size;
 }
 
 // BUG (reported, not fixed here): enough_valid (spectral.cpp) tests size - (m-1) < size/4, and size/4 is 0
@@ -438,11 +438,11 @@ TEST(Conv1dConstraints, BatchedFftRefusesWindowsWithoutValidOutputs) {
     const Problem p = c1d(1000, size + 1, 1);  // size - (m - 1) = 0 valid outputs per window
     const std::string what = "fft_size " + std::to_string(size) + ", m " + std::to_string(size + 1);
     Status s;
-    EXPECT_NO_THROW(s = get("conv1d.overlap_discard_fft").can_implement(p, {{"fft_size", size}}, dev)) << what;
+    EXPECT_NO_THROW(s = conv1d_variant("conv1d.overlap_discard_fft").can_implement(p, {{"fft_size", size}}, dev)) << what;
     EXPECT_FALSE(s.ok) << "overlap_discard_fft " << what;
     for (const char* k : {"k2", "atomic"}) {
       Status a;
-      EXPECT_NO_THROW(a = get("conv1d.overlap_add_fft").can_implement(p, {{"fft_size", size}, {"schedule", k}}, dev))
+      EXPECT_NO_THROW(a = conv1d_variant("conv1d.overlap_add_fft").can_implement(p, {{"fft_size", size}, {"schedule", k}}, dev))
           << what << " " << k;
       EXPECT_FALSE(a.ok) << "overlap_add_fft " << what << " " << k;
     }
@@ -454,14 +454,14 @@ TEST(Conv1dConstraints, SpatialWorkAbove2To41IsRefused) {
   const Config global = {{"threads", 256}, {"outputs_per_thread", 4}, {"filter", "global"}};
   // 2^28 * 2^20 multiply-adds.
   const Problem huge = c1d(int64_t(1) << 28, 1 << 20, 1);
-  expect_refused(get("conv1d.direct").can_implement(huge, global, dev), "2^41", "direct");
+  expect_refused(conv1d_variant("conv1d.direct").can_implement(huge, global, dev), "2^41", "direct");
   // Valid mode with m = 2^14: n - m + 1 = 2^27 outputs is exactly 2^41 (allowed), one more is not.
   const int64_t m = 1 << 14, n = (int64_t(1) << 27) + m - 1;
-  EXPECT_TRUE(get("conv1d.direct").can_implement(c1d(n, m, 0), global, dev).ok);
-  expect_refused(get("conv1d.direct").can_implement(c1d(n + 1, m, 0), global, dev), "2^41", "direct + 1");
-  expect_refused(get("conv1d.overlap_discard").can_implement(c1d(n + 1, m, 0), tiled(128, 4), dev), "2^41",
+  EXPECT_TRUE(conv1d_variant("conv1d.direct").can_implement(c1d(n, m, 0), global, dev).ok);
+  expect_refused(conv1d_variant("conv1d.direct").can_implement(c1d(n + 1, m, 0), global, dev), "2^41", "direct + 1");
+  expect_refused(conv1d_variant("conv1d.overlap_discard").can_implement(c1d(n + 1, m, 0), tiled(128, 4), dev), "2^41",
                  "overlap_discard");
-  EXPECT_TRUE(get("conv1d.overlap_discard").can_implement(c1d(n, m, 0), tiled(128, 4), dev).ok);
+  EXPECT_TRUE(conv1d_variant("conv1d.overlap_discard").can_implement(c1d(n, m, 0), tiled(128, 4), dev).ok);
 }
 
 // ---- 5. dispatch ---------------------------------------------------------------------------------------

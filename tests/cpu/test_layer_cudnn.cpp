@@ -21,7 +21,7 @@ namespace {
 
 const char* const kConvCudnnVariants[] = {"layer_fwd.cudnn", "layer_bwd_data.cudnn", "layer_bwd_filter.cudnn"};
 
-const Variant& variant(const std::string& name) { return Registry::instance().get(name); }
+const Variant& cudnn_variant(const std::string& name) { return Registry::instance().get(name); }
 
 Problem cudnn_layer_problem(const std::string& family, json dims) {
   dims["family"] = family;
@@ -63,7 +63,7 @@ TEST(LayerCudnnSpace, EveryAlgorithmOfEachPass) {
   ASSERT_EQ(backward_filter.size(), size_t(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT));
   const std::vector<std::vector<std::string>> algos = {forward, backward_data, backward_filter};
   for (size_t i = 0; i < 3; ++i) {
-    const Variant& v = variant(kConvCudnnVariants[i]);
+    const Variant& v = cudnn_variant(kConvCudnnVariants[i]);
     const ParamSpace space = v.space(conv_shape(v.family(), 0), dev);
     expect_names(names_of(space, "algo"), algos[i], v.name());
     expect_names(names_of(space, "math"), {"fp32", "tf32"}, v.name());
@@ -74,12 +74,12 @@ TEST(LayerCudnnSpace, EveryAlgorithmOfEachPass) {
 TEST(LayerCudnnSpace, NumberedAlgorithmsStayNamesInConfigStrings) {
   const Config c = parse_config("algo=algo_0,math=fp32", "cfg");
   EXPECT_TRUE(c.at("algo").is_string());
-  EXPECT_TRUE(variant("layer_bwd_filter.cudnn").can_implement(conv_shape("layer_bwd_filter", 0), c,
+  EXPECT_TRUE(cudnn_variant("layer_bwd_filter.cudnn").can_implement(conv_shape("layer_bwd_filter", 0), c,
                                                               DeviceInfo::offline_sm90()));
 }
 
 TEST(LayerCudnnSpace, PoolingHasOneConfigWithoutParameters) {
-  const Variant& v = variant("layer_pool.cudnn");
+  const Variant& v = cudnn_variant("layer_pool.cudnn");
   const ParamSpace space = v.space(example_problem("layer_pool"), DeviceInfo::offline_sm90());
   EXPECT_TRUE(space.params().empty());
   EXPECT_EQ(space.enumerate().size(), 1u);
@@ -88,7 +88,7 @@ TEST(LayerCudnnSpace, PoolingHasOneConfigWithoutParameters) {
 TEST(LayerCudnnMath, Tf32RefusedUnderStrictFp32) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   for (const char* name : kConvCudnnVariants) {
-    const Variant& v = variant(name);
+    const Variant& v = cudnn_variant(name);
     const char* algo = name == std::string("layer_fwd.cudnn") ? "implicit_gemm" : "algo_1";
     const Config tf32 = {{"algo", algo}, {"math", "tf32"}};
     const Status strict = v.can_implement(conv_shape(v.family(), 0), tf32, dev);
@@ -103,7 +103,7 @@ TEST(LayerCudnnMath, Tf32RefusedUnderStrictFp32) {
 
 TEST(LayerCudnnMath, UnknownValuesRefusedWithTheAllowedOnes) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  const Variant& v = variant("layer_bwd_data.cudnn");
+  const Variant& v = cudnn_variant("layer_bwd_data.cudnn");
   const Status algo = v.can_implement(conv_shape(v.family(), 1), {{"algo", "implicit_gemm"}, {"math", "fp32"}}, dev);
   EXPECT_FALSE(algo.ok);
   EXPECT_TRUE(contains(algo.reason, "winograd_nonfused")) << algo.reason;
@@ -116,7 +116,7 @@ TEST(LayerCudnnMath, UnknownValuesRefusedWithTheAllowedOnes) {
 TEST(LayerCudnnCanImplement, AcceptsEveryTestProblem) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   for (const char* name : {"layer_fwd.cudnn", "layer_bwd_data.cudnn", "layer_bwd_filter.cudnn", "layer_pool.cudnn"}) {
-    const Variant& v = variant(name);
+    const Variant& v = cudnn_variant(name);
     EXPECT_TRUE(v.library()) << name;
     EXPECT_EQ(v.complexity(), 1) << name;
     for (const Problem& p : find_family(v.family()).test_problems())
@@ -132,27 +132,27 @@ TEST(LayerCudnnCanImplement, AcceptsEveryTestProblem) {
 TEST(LayerCudnnCost, HandComputed) {
   const double flops = 2.0 * (2 * 5 * 7 * 9) * 27;  // 34020
   const Config c = {{"algo", "fft"}, {"math", "fp32"}};
-  const Cost fwd = variant("layer_fwd.cudnn").cost(conv_shape("layer_fwd", 0), c);
+  const Cost fwd = cudnn_variant("layer_fwd.cudnn").cost(conv_shape("layer_fwd", 0), c);
   EXPECT_DOUBLE_EQ(fwd.flops, flops);
   EXPECT_DOUBLE_EQ(fwd.flops_variant, flops);
   EXPECT_DOUBLE_EQ(fwd.bytes_min, 4.0 * (378 + 135 + 5 + 630));  // x, filter, bias, y
   EXPECT_DOUBLE_EQ(fwd.bytes_model, fwd.bytes_min);
-  const Cost data = variant("layer_bwd_data.cudnn").cost(conv_shape("layer_bwd_data", 0), c);
+  const Cost data = cudnn_variant("layer_bwd_data.cudnn").cost(conv_shape("layer_bwd_data", 0), c);
   EXPECT_DOUBLE_EQ(data.flops, flops);
   EXPECT_DOUBLE_EQ(data.bytes_min, 4.0 * (630 + 135 + 378));  // dy, filter, dx
-  const Cost filter = variant("layer_bwd_filter.cudnn").cost(conv_shape("layer_bwd_filter", 0), c);
+  const Cost filter = cudnn_variant("layer_bwd_filter.cudnn").cost(conv_shape("layer_bwd_filter", 0), c);
   EXPECT_DOUBLE_EQ(filter.flops_variant, flops);
   EXPECT_DOUBLE_EQ(filter.bytes_model, 4.0 * (378 + 630 + 135));  // x, dy, dw
   // Pooling N2 C3 8x8, 2x2 stride 2: 2*3*4*4 = 96 outputs of 4 taps.
   const Problem pool = cudnn_layer_problem("layer_pool", {{"n", 2}, {"c", 3}, {"h", 8}, {"w", 8}, {"r", 2}, {"s", 2}, {"u", 2},
                                             {"v", 2}, {"op", 0}});
-  const Cost pooling = variant("layer_pool.cudnn").cost(pool, Config::object());
+  const Cost pooling = cudnn_variant("layer_pool.cudnn").cost(pool, Config::object());
   EXPECT_DOUBLE_EQ(pooling.flops, 96.0 * 4);
   EXPECT_DOUBLE_EQ(pooling.bytes_min, 4.0 * (384 + 96));
 }
 
 TEST(LayerCudnnTolerance, PerMathAndAlgorithm) {
-  const Variant& v = variant("layer_bwd_filter.cudnn");
+  const Variant& v = cudnn_variant("layer_bwd_filter.cudnn");
   const Problem p = conv_shape("layer_bwd_filter", 1);
   const Tolerance direct = v.tolerance(p, {{"algo", "algo_1"}, {"math", "fp32"}});
   // n*P*Q = 2*7*9 = 126 terms per dw element: 2e-7 * sqrt(126) = 2.2e-6, under the 1e-5 floor.
@@ -164,7 +164,7 @@ TEST(LayerCudnnTolerance, PerMathAndAlgorithm) {
   const Tolerance tf32 = v.tolerance(p, {{"algo", "algo_1"}, {"math", "tf32"}});
   EXPECT_DOUBLE_EQ(tf32.rel_l2, 3e-3);
   EXPECT_DOUBLE_EQ(tf32.max_rel, 3e-2);
-  const Tolerance pooling = variant("layer_pool.cudnn").tolerance(example_problem("layer_pool"), Config::object());
+  const Tolerance pooling = cudnn_variant("layer_pool.cudnn").tolerance(example_problem("layer_pool"), Config::object());
   EXPECT_DOUBLE_EQ(pooling.rel_l2, kDirectFp32Tolerance.rel_l2);
 }
 

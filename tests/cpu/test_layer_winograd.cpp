@@ -144,7 +144,7 @@ WinogradPass pass_of(const std::string& family) {
          : family == "layer_bwd_data" ? WinogradPass::bwd_data : WinogradPass::bwd_filter;
 }
 
-const Variant& variant(const std::string& family) { return Registry::instance().get(family + ".winograd"); }
+const Variant& winograd_variant(const std::string& family) { return Registry::instance().get(family + ".winograd"); }
 
 }  // namespace
 
@@ -155,7 +155,7 @@ TEST(LayerWinograd, HostMethodMatchesReferencesWithinTolerance) {
       for (const Problem& p : shapes(family)) {
         const auto in = random_inputs(p, seed++);
         const auto [rel_l2, max_rel] = errors(host_winograd(m, p, pass_of(family), in), cpu_reference(p, in));
-        const Tolerance tol = variant(family).tolerance(p, {{"tile", m}, {"chunk", 1}});
+        const Tolerance tol = winograd_variant(family).tolerance(p, {{"tile", m}, {"chunk", 1}});
         EXPECT_LE(rel_l2, tol.rel_l2) << p.key() << " m " << m;
         EXPECT_LE(max_rel, tol.max_rel) << p.key() << " m " << m;
         std::printf("m %d %s: rel_l2 %.2e (bound %.1e), max_rel %.2e (bound %.1e)\n", m, p.key().c_str(), rel_l2,
@@ -171,7 +171,7 @@ TEST(LayerWinograd, F4x4WithinTheBoundOnTheWidestLayer) {
     const Problem p = winograd_shape(family, {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1});
     const auto in = random_inputs(p, seed++);
     const auto [rel_l2, max_rel] = errors(host_winograd(4, p, pass_of(family), in), cpu_reference(p, in));
-    const Tolerance tol = variant(family).tolerance(p, {{"tile", 4}, {"chunk", 1}});
+    const Tolerance tol = winograd_variant(family).tolerance(p, {{"tile", 4}, {"chunk", 1}});
     EXPECT_LE(rel_l2, tol.rel_l2 / 2) << family;
     EXPECT_LE(max_rel, tol.max_rel / 2) << family;
     std::printf("m 4 %s: rel_l2 %.2e (bound %.1e), max_rel %.2e (bound %.1e)\n", p.key().c_str(), rel_l2, tol.rel_l2,
@@ -182,7 +182,7 @@ TEST(LayerWinograd, F4x4WithinTheBoundOnTheWidestLayer) {
 TEST(LayerWinograd, RefusesWhatWinogradOf3x3CannotDo) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   for (const char* family : kWinogradPasses) {
-    const Variant& v = variant(family);
+    const Variant& v = winograd_variant(family);
     const Config c{{"tile", 2}, {"chunk", 1}};
     EXPECT_TRUE(v.can_implement(winograd_shape(family, {1, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), c, dev).ok);
     const Status five = v.can_implement(winograd_shape(family, {1, 2, 8, 8, 2, 5, 5, 2, 2, 1, 1}), c, dev);
@@ -202,7 +202,7 @@ TEST(LayerWinograd, RefusesWhatWinogradOf3x3CannotDo) {
 // (m = 2). dy's 2x2 block through A = [1 0; 1 1; 1 -1; 0 -1]: 2 adds per column, then 2 per row of 4.
 TEST(LayerWinograd, BackwardFilterCostByHand) {
   const Problem p = winograd_shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
-  const Cost c = variant("layer_bwd_filter").cost(p, {{"tile", 2}, {"chunk", 32}});
+  const Cost c = winograd_variant("layer_bwd_filter").cost(p, {{"tile", 2}, {"chunk", 32}});
   const double tiles = 32.0 * 196;
   EXPECT_DOUBLE_EQ(c.flops_variant, 2.0 * 16 * 128 * 128 * tiles + 32.0 * 128 * tiles + 12.0 * 128 * tiles);
   EXPECT_DOUBLE_EQ(c.bytes_model, c.bytes_min + 4.0 * 16 * (128.0 * 128 * 2 + 2.0 * 256 * tiles));
@@ -214,12 +214,12 @@ TEST(LayerWinograd, BackwardFilterCostByHand) {
 // rows (336), A^T's 4, 5, 5, 6 over 6 + 4 (200).
 TEST(LayerWinograd, CostByHand) {
   const Problem p = winograd_shape("layer_fwd", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
-  const Cost two = variant("layer_fwd").cost(p, {{"tile", 2}, {"chunk", 8}});
+  const Cost two = winograd_variant("layer_fwd").cost(p, {{"tile", 2}, {"chunk", 8}});
   double tiles = 32.0 * 196;
   EXPECT_DOUBLE_EQ(two.flops, 2.0 * 32 * 128 * 784 * 128 * 9);
   EXPECT_DOUBLE_EQ(two.flops_variant, 2.0 * 16 * 128 * 128 * tiles + 32.0 * 128 * tiles + 24.0 * 128 * tiles);
   EXPECT_DOUBLE_EQ(two.bytes_model, two.bytes_min + 4.0 * 16 * (128.0 * 128 * 5 + 2.0 * 256 * tiles));
-  const Cost four = variant("layer_fwd").cost(p, {{"tile", 4}, {"chunk", 8}});
+  const Cost four = winograd_variant("layer_fwd").cost(p, {{"tile", 4}, {"chunk", 8}});
   tiles = 32.0 * 49;
   EXPECT_DOUBLE_EQ(four.flops_variant, 2.0 * 36 * 128 * 128 * tiles + 336.0 * 128 * tiles + 200.0 * 128 * tiles);
   EXPECT_DOUBLE_EQ(four.bytes_model, four.bytes_min + 4.0 * 36 * (128.0 * 128 * 5 + 2.0 * 256 * tiles));
@@ -230,10 +230,10 @@ TEST(LayerWinogradCompile, EveryPassAndEpilogue) {
   for (int m : {2, 4})
     for (const char* family : kWinogradPasses)
       for (const Problem& p : shapes(family))
-        for (const JitProgram& prog : variant(family).programs(p, {{"tile", m}, {"chunk", 1}})) programs.push_back(prog);
+        for (const JitProgram& prog : winograd_variant(family).programs(p, {{"tile", m}, {"chunk", 1}})) programs.push_back(prog);
   Problem plain = winograd_shape("layer_fwd", {2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1});
   plain.dims["bias"] = 0;
   plain.dims["relu"] = 0;
-  for (const JitProgram& prog : variant("layer_fwd").programs(plain, {{"tile", 4}, {"chunk", 1}})) programs.push_back(prog);
+  for (const JitProgram& prog : winograd_variant("layer_fwd").programs(plain, {{"tile", 4}, {"chunk", 1}})) programs.push_back(prog);
   expect_all_compile(covering_programs(programs));  // every pass's sources and every epilogue define at least once
 }

@@ -26,9 +26,9 @@ namespace {
 Problem parts_problem(int64_t n, int64_t m, int64_t start, int64_t end) {
   return Problem::from_json({{"family", "conv1d_parts"}, {"n", n}, {"m", m}, {"start", start}, {"end", end}});
 }
-const Variant& get(const char* n) { return Registry::instance().get(n); }
+const Variant& parts_variant(const char* n) { return Registry::instance().get(n); }
 
-struct Case {
+struct PartsCase {
   int64_t n, m, l_a, l_b, start, end;
   std::string name() const {
     std::ostringstream os;
@@ -38,11 +38,11 @@ struct Case {
 };
 
 // Sizes around block boundaries, block pairs with 1 to 17 divisions, full / valid / point / random slices.
-std::vector<Case> cases() {
+std::vector<PartsCase> cases() {
   const std::vector<int64_t> sizes = {1, 5, 63, 64, 65, 200, 1000};
   const std::vector<std::pair<int64_t, int64_t>> blocks = {{1, 1}, {4, 4}, {4, 8}, {8, 4}, {3, 12}, {4, 64}, {64, 4}, {16, 16}};
   std::mt19937_64 rng(0x9a27);
-  std::vector<Case> out;
+  std::vector<PartsCase> out;
   for (int64_t n : sizes)
     for (int64_t m : sizes) {
       const int64_t full = n + m - 1;
@@ -68,7 +68,7 @@ parts::PartsCounts counted(const PartsSchedule& s, int64_t start, int64_t end) {
   return c;
 }
 
-std::vector<double> random_signal(int64_t n, std::mt19937_64& rng) {
+std::vector<double> float_signal(int64_t n, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> v(-1.0, 1.0);
   std::vector<double> x(static_cast<size_t>(n));
   for (double& e : x) e = float(v(rng));  // representable in float, as the GPU's inputs are
@@ -95,15 +95,15 @@ TEST(PartsVariants, AreRegisteredWithTheirKinds) {
   for (const char* n : {"conv1d_parts.spectral", "conv1d_parts.spatial", "conv1d_parts.fft"})
     ASSERT_NE(Registry::instance().find(n), nullptr) << n;
   EXPECT_EQ(Registry::instance().of_family("conv1d_parts").size(), 3u);
-  EXPECT_TRUE(get("conv1d_parts.fft").library());
-  EXPECT_FALSE(get("conv1d_parts.spectral").library());
-  EXPECT_FALSE(get("conv1d_parts.spatial").library());
-  EXPECT_LT(get("conv1d_parts.fft").complexity(), get("conv1d_parts.spatial").complexity());
-  EXPECT_LT(get("conv1d_parts.spatial").complexity(), get("conv1d_parts.spectral").complexity());
+  EXPECT_TRUE(parts_variant("conv1d_parts.fft").library());
+  EXPECT_FALSE(parts_variant("conv1d_parts.spectral").library());
+  EXPECT_FALSE(parts_variant("conv1d_parts.spatial").library());
+  EXPECT_LT(parts_variant("conv1d_parts.fft").complexity(), parts_variant("conv1d_parts.spatial").complexity());
+  EXPECT_LT(parts_variant("conv1d_parts.spatial").complexity(), parts_variant("conv1d_parts.spectral").complexity());
 }
 
 TEST(PartsCounts, MatchTheBuiltSchedule) {
-  for (const Case& c : cases()) {
+  for (const PartsCase& c : cases()) {
     const PartsSchedule s = make_parts_schedule(c.n, c.m, c.l_a, c.l_b, c.start, c.end);
     const parts::PartsCounts want = counted(s, c.start, c.end), got = count_parts(c.n, c.m, c.l_a, c.l_b, c.start, c.end);
     ASSERT_EQ(got.pairs, want.pairs) << c.name();
@@ -137,8 +137,8 @@ TEST(PartsCounts, AreFastForHugeProblems) {
 
 TEST(PartsGather, ReassemblesTheDirectConvolution) {
   std::mt19937_64 rng(0x6a7e);
-  for (const Case& c : cases()) {
-    const std::vector<double> a = random_signal(c.n, rng), b = random_signal(c.m, rng);
+  for (const PartsCase& c : cases()) {
+    const std::vector<double> a = float_signal(c.n, rng), b = float_signal(c.m, rng);
     const PartsSchedule s = make_parts_schedule(c.n, c.m, c.l_a, c.l_b, c.start, c.end);
     const parts::SlotTable table = parts::make_slot_table(s);
     const int64_t stride = c.l_a + c.l_b + 3;  // any stride >= the interval length works
@@ -164,7 +164,7 @@ TEST(PartsVariants, CostModelsByHand) {
 
   // Spectral, P = 128 (F = 65 bins): 8 block transforms and 7 interval transforms of 2.5 * 128 * 7 flops,
   // and 16 pairs x 65 bins x 8 flops.
-  const Cost s = get("conv1d_parts.spectral").cost(p, {{"l_a", 64}, {"l_b", 64}, {"fft_size", "pow2"}});
+  const Cost s = parts_variant("conv1d_parts.spectral").cost(p, {{"l_a", 64}, {"l_b", 64}, {"fft_size", "pow2"}});
   EXPECT_DOUBLE_EQ(s.flops, direct);
   EXPECT_DOUBLE_EQ(s.bytes_min, min_bytes);
   EXPECT_DOUBLE_EQ(s.flops_variant, 2240.0 * 15 + 8.0 * 16 * 65);
@@ -178,27 +178,27 @@ TEST(PartsVariants, CostModelsByHand) {
 
   // Spatial: 64 threads x 2 outputs cover the 127 values in one pass; 16 pairs x 64 x 64 multiply-adds (the
   // full convolution's own count here: nothing is discarded).
-  const Cost d = get("conv1d_parts.spatial").cost(p, {{"l_a", 64}, {"l_b", 64}, {"threads", 64}, {"coarsen", 2}});
+  const Cost d = parts_variant("conv1d_parts.spatial").cost(p, {{"l_a", 64}, {"l_b", 64}, {"threads", 64}, {"coarsen", 2}});
   EXPECT_DOUBLE_EQ(d.flops_variant, 2.0 * 16 * 64 * 64);
   EXPECT_DOUBLE_EQ(d.flops_variant, direct);
   EXPECT_DOUBLE_EQ(d.bytes_model, 4.0 * 16 * 128 + 4.0 * 7 * 127 + gather);
   EXPECT_DOUBLE_EQ(d.bytes_model, 17348.0);
   // 64 threads x 1 output would need two passes over the 127 values: every pair's blocks loaded twice.
   const Config two_passes = {{"l_a", 64}, {"l_b", 64}, {"threads", 64}, {"coarsen", 1}};
-  EXPECT_DOUBLE_EQ(get("conv1d_parts.spatial").cost(p, two_passes).bytes_model, 17348.0 + 4.0 * 16 * 128);
+  EXPECT_DOUBLE_EQ(parts_variant("conv1d_parts.spatial").cost(p, two_passes).bytes_model, 17348.0 + 4.0 * 16 * 128);
 
   // Whole transform, P = 512 (F = 257): three transforms of 2.5 * 512 * 9 flops and one product per bin.
-  const Cost f = get("conv1d_parts.fft").cost(p, {{"size_policy", "pow2"}});
+  const Cost f = parts_variant("conv1d_parts.fft").cost(p, {{"size_policy", "pow2"}});
   EXPECT_DOUBLE_EQ(f.flops_variant, 3 * 11520.0 + 6.0 * 257);
   EXPECT_DOUBLE_EQ(f.bytes_model, (2048.0 + 4096) + (4096.0 + 16 * 257) + (24.0 * 257) + (8.0 * 257 + 2048) + 8.0 * 511);
   EXPECT_DOUBLE_EQ(f.bytes_model, 28712.0);
   // The smooth policy pads 511 to 512 too (2^9 is 7-smooth).
-  EXPECT_DOUBLE_EQ(get("conv1d_parts.fft").cost(p, {{"size_policy", "smooth"}}).bytes_model, 28712.0);
+  EXPECT_DOUBLE_EQ(parts_variant("conv1d_parts.fft").cost(p, {{"size_policy", "smooth"}}).bytes_model, 28712.0);
 }
 
 TEST(PartsVariants, ToleranceOfTheDirectSumGrowsWithItsLength) {
   const Config c = {{"l_a", 64}, {"l_b", 64}, {"threads", 64}, {"coarsen", 2}};
-  const Variant& spatial = get("conv1d_parts.spatial");
+  const Variant& spatial = parts_variant("conv1d_parts.spatial");
   // Output 12345 of 20011 x 50021 sums 12346 terms: 2e-7 * sqrt(12346) = 2.22e-5 > the 1e-5 floor.
   const Problem one = parts_problem(20011, 50021, 12345, 12346);
   EXPECT_EQ(Conv1dParts(one).longest_sum(), 12346);
@@ -212,26 +212,26 @@ TEST(PartsVariants, ToleranceOfTheDirectSumGrowsWithItsLength) {
   EXPECT_EQ(Conv1dParts(parts_problem(4099, 3001, 0, 10)).longest_sum(), 10);
   EXPECT_EQ(Conv1dParts(parts_problem(4099, 3001, 7000, 7099)).longest_sum(), 4099 + 3001 - 1 - 7000);
   // The spectral variants' error does not grow with the sum's length.
-  EXPECT_DOUBLE_EQ(get("conv1d_parts.fft").tolerance(one, {{"size_policy", "pow2"}}).rel_l2, kSpectralFp32Tolerance.rel_l2);
+  EXPECT_DOUBLE_EQ(parts_variant("conv1d_parts.fft").tolerance(one, {{"size_policy", "pow2"}}).rel_l2, kSpectralFp32Tolerance.rel_l2);
 }
 
 TEST(PartsVariants, RefusalsSayWhy) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   const auto refused = [&](const char* variant, const Problem& p, const Config& c, const std::string& why) {
-    const Status s = get(variant).can_implement(p, c, dev);
+    const Status s = parts_variant(variant).can_implement(p, c, dev);
     EXPECT_FALSE(s.ok) << variant << " " << config_string(c);
     EXPECT_NE(s.reason.find(why), std::string::npos) << variant << ": '" << s.reason << "' lacks '" << why << "'";
   };
   const Problem small = parts_problem(1000, 1000, 0, 1999);
   const Problem conv2d = Problem::from_json({{"family", "conv2d"}, {"h", 8}, {"w", 8}, {"r", 1}});
   const Config spectral = {{"l_a", 64}, {"l_b", 64}, {"fft_size", "pow2"}};
-  EXPECT_TRUE(get("conv1d_parts.spectral").can_implement(small, spectral, dev).ok);
+  EXPECT_TRUE(parts_variant("conv1d_parts.spectral").can_implement(small, spectral, dev).ok);
   refused("conv1d_parts.spectral", conv2d, spectral, "not a conv1d_parts problem");
   refused("conv1d_parts.spectral", small, {{"l_a", 64}, {"l_b", 64}, {"fft_size", "prime"}}, "unknown fft_size");
   refused("conv1d_parts.spectral", small, {{"l_a", 96}, {"l_b", 64}, {"fft_size", "pow2"}}, "l_a=96 is not a power of two");
   refused("conv1d_parts.spectral", small, {{"l_a", 32}, {"l_b", 64}, {"fft_size", "pow2"}}, "l_a=32 is outside [64, 65536]");
   // 1000 samples fit one block of 1024: a block of 2048 is padding.
-  EXPECT_TRUE(get("conv1d_parts.spectral").can_implement(small, {{"l_a", 1024}, {"l_b", 64}, {"fft_size", "pow2"}}, dev).ok);
+  EXPECT_TRUE(parts_variant("conv1d_parts.spectral").can_implement(small, {{"l_a", 1024}, {"l_b", 64}, {"fft_size", "pow2"}}, dev).ok);
   refused("conv1d_parts.spectral", small, {{"l_a", 64}, {"l_b", 2048}, {"fft_size", "pow2"}}, "l_b=2048 is longer than needed");
   // Full 2^20 x 2^20 in blocks of 64: 2^14 x 2^14 pairs.
   const int64_t mega = int64_t(1) << 20;
@@ -244,13 +244,13 @@ TEST(PartsVariants, RefusalsSayWhy) {
   DeviceInfo tiny = dev;
   tiny.global_mem_bytes = int64_t(16) << 20;
   const Problem ex = example_problem("conv1d_parts");
-  EXPECT_TRUE(get("conv1d_parts.spectral").can_implement(ex, spectral, dev).ok);
-  const Status no_room = get("conv1d_parts.spectral").can_implement(ex, spectral, tiny);
+  EXPECT_TRUE(parts_variant("conv1d_parts.spectral").can_implement(ex, spectral, dev).ok);
+  const Status no_room = parts_variant("conv1d_parts.spectral").can_implement(ex, spectral, tiny);
   EXPECT_FALSE(no_room.ok);
   EXPECT_NE(no_room.reason.find("over half the device memory"), std::string::npos) << no_room.reason;
 
   const Config spatial = {{"l_a", 64}, {"l_b", 64}, {"threads", 64}, {"coarsen", 2}};
-  EXPECT_TRUE(get("conv1d_parts.spatial").can_implement(small, spatial, dev).ok);
+  EXPECT_TRUE(parts_variant("conv1d_parts.spatial").can_implement(small, spatial, dev).ok);
   refused("conv1d_parts.spatial", small, {{"l_a", 64}, {"l_b", 64}, {"threads", 512}, {"coarsen", 16}}, "most threads would idle");
   refused("conv1d_parts.spatial", small, {{"l_a", 64}, {"l_b", 64}, {"threads", 100}, {"coarsen", 2}}, "multiple of 32");
   refused("conv1d_parts.spatial", small, {{"l_a", 64}, {"l_b", 64}, {"threads", 64}, {"coarsen", 3}}, "power of two <= 32");
@@ -261,14 +261,14 @@ TEST(PartsVariants, RefusalsSayWhy) {
           {{"l_a", 4096}, {"l_b", 4096}, {"threads", 256}, {"coarsen", 16}}, "multiply-adds > 2^42");
 
   refused("conv1d_parts.fft", small, {{"size_policy", "odd"}}, "unknown size_policy");
-  EXPECT_TRUE(get("conv1d_parts.fft").can_implement(small, {{"size_policy", "smooth"}}, dev).ok);
-  EXPECT_FALSE(get("conv1d_parts.fft").can_implement(parts_problem(big, big, 0, 2 * big - 1), {{"size_policy", "pow2"}}, tiny).ok);
+  EXPECT_TRUE(parts_variant("conv1d_parts.fft").can_implement(small, {{"size_policy", "smooth"}}, dev).ok);
+  EXPECT_FALSE(parts_variant("conv1d_parts.fft").can_implement(parts_problem(big, big, 0, 2 * big - 1), {{"size_policy", "pow2"}}, tiny).ok);
 }
 
 TEST(PartsVariants, SpacesAdaptToTheProblemAndTheExampleRuns) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   // Block lengths stop at the first power of two covering the sequence (and never go below 64).
-  const ParamSpace s = get("conv1d_parts.spectral").space(parts_problem(1000, 5, 0, 1004), dev);
+  const ParamSpace s = parts_variant("conv1d_parts.spectral").space(parts_problem(1000, 5, 0, 1004), dev);
   EXPECT_EQ(s.find("l_a")->values, (std::vector<json>{64, 128, 256, 512, 1024}));
   EXPECT_EQ(s.find("l_b")->values, (std::vector<json>{64}));
   // Every point of every space is admissible on the tiny test shapes, where nothing is large.
@@ -293,7 +293,7 @@ TEST(PartsVariants, SpacesAdaptToTheProblemAndTheExampleRuns) {
 
 TEST(PartsVariants, SpatialProgramsCompileForSm90) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  const Variant& v = get("conv1d_parts.spatial");
+  const Variant& v = parts_variant("conv1d_parts.spatial");
   const Problem ex = example_problem("conv1d_parts");
   std::vector<JitProgram> programs;
   std::set<std::string> seen;

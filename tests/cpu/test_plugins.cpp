@@ -48,11 +48,7 @@ std::string manifest_error(const std::function<void(json&)>& change) {
 
 using test::CliResult;
 
-// The real binary, no shell between: each argument reaches it as written.
-CliResult convtune_cli(std::vector<std::string> args, const fs::path& dir) {
-  args.insert(args.begin(), test::cli_binary());
-  return test::run_captured(std::move(args), dir);
-}
+using test::convtune_cli;
 
 using test::conv2d;
 

@@ -42,12 +42,7 @@ json rec(const Problem& p, const std::string& variant, int block_x, const std::s
 }
 
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::read_text;
 
 }  // namespace
 

@@ -24,7 +24,7 @@ using convtune::parts::PartsSchedule;
 
 namespace {
 
-struct Case {
+struct ScheduleCase {
   int64_t n_a, n_b, l_a, l_b, start, end;
   std::string name() const {
     std::ostringstream os;
@@ -42,11 +42,11 @@ struct Case {
 };
 
 // Full, 'valid', one random point and two random slices for every size pair and admissible block pair.
-std::vector<Case> property_cases() {
+std::vector<ScheduleCase> property_cases() {
   const std::vector<int64_t> sizes = {1, 2, 3, 5, 17, 64, 100, 257, 1000};
   const auto block_pairs = admissible_block_lengths({1, 2, 3, 4, 6, 8, 16, 64});
   std::mt19937_64 rng(0x5eed'0001);
-  std::vector<Case> cases;
+  std::vector<ScheduleCase> cases;
   for (int64_t n_a : sizes)
     for (int64_t n_b : sizes) {
       const int64_t out = n_a + n_b - 1;
@@ -95,7 +95,7 @@ bool interval_on_its_division_grid(const PartsSchedule& s, size_t t) {
 }
 
 // Every touching pair exactly once, in the interval its start names; nothing else.
-::testing::AssertionResult pairs_are_exactly_the_touching_ones(const Case& c, const PartsSchedule& s) {
+::testing::AssertionResult pairs_are_exactly_the_touching_ones(const ScheduleCase& c, const PartsSchedule& s) {
   std::vector<int> seen(static_cast<size_t>(c.blocks_a() * c.blocks_b()), 0);
   for (size_t t = 0; t < s.intervals(); ++t)
     for (int64_t p = s.pair_offset[t]; p < s.pair_offset[t + 1]; ++p) {
@@ -168,7 +168,7 @@ std::vector<double> direct_convolution(const std::vector<double>& a, const std::
 // The seed's privatized algorithm: each interval sums its pairs locally and is stored (not added) into its
 // division's buffer, so two intervals of one division that overlapped would clobber each other; then the
 // divisions are added. Only the slice is meaningful.
-std::vector<double> convolution_in_parts(const Case& c, const PartsSchedule& s, const std::vector<double>& a,
+std::vector<double> convolution_in_parts(const ScheduleCase& c, const PartsSchedule& s, const std::vector<double>& a,
                                          const std::vector<double>& b) {
   const int64_t out_len = c.n_a + c.n_b - 1;
   std::vector<std::vector<double>> division(s.divisions, std::vector<double>(out_len, 0.0));
@@ -197,7 +197,7 @@ std::vector<double> absolute(std::vector<double> x) {
 }  // namespace
 
 TEST(PartsSchedule, KeepsExactlyTheTouchingPairsEachInOneInterval) {
-  for (const Case& c : property_cases()) {
+  for (const ScheduleCase& c : property_cases()) {
     const PartsSchedule s = c.schedule();
     ASSERT_EQ(s.blocks_a, c.blocks_a()) << c.name();
     ASSERT_EQ(s.blocks_b, c.blocks_b()) << c.name();
@@ -209,7 +209,7 @@ TEST(PartsSchedule, KeepsExactlyTheTouchingPairsEachInOneInterval) {
 }
 
 TEST(PartsSchedule, IntervalsOfOneDivisionAreDisjoint) {
-  for (const Case& c : property_cases()) ASSERT_TRUE(divisions_have_disjoint_intervals(c.schedule())) << c.name();
+  for (const ScheduleCase& c : property_cases()) ASSERT_TRUE(divisions_have_disjoint_intervals(c.schedule())) << c.name();
 }
 
 TEST(PartsSchedule, ReproducesTheSeedExample) {
@@ -235,7 +235,7 @@ TEST(PartsSchedule, ConvolutionInPartsMatchesDirectOnTheSlice) {
   std::mt19937_64 rng(0x5eed'0002);
   int64_t last_n_a = -1, last_n_b = -1;
   std::vector<double> a, b, direct, bound;
-  for (const Case& c : property_cases()) {
+  for (const ScheduleCase& c : property_cases()) {
     if (c.n_a != last_n_a || c.n_b != last_n_b) {  // cases come grouped by size pair
       a = random_signal(c.n_a, rng), b = random_signal(c.n_b, rng);
       direct = direct_convolution(a, b);

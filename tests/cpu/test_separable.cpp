@@ -26,7 +26,7 @@ Problem separable(int64_t h, int64_t w, int64_t r) {
 
 Config tiling(int bx, int by, int px, int py) { return {{"block_x", bx}, {"block_y", by}, {"px", px}, {"py", py}}; }
 
-const JitSeparableVariant& variant(const std::string& name) {
+const JitSeparableVariant& separable_variant(const std::string& name) {
   return dynamic_cast<const JitSeparableVariant&>(Registry::instance().get(name));
 }
 
@@ -196,26 +196,26 @@ TEST(Separable, CostModel) {
   ASSERT_EQ(t.row_pitch(2), 40);
   const double hw = 64 * 64;
 
-  const Cost fused = variant("conv2d_separable.fused").cost(p, c);
+  const Cost fused = separable_variant("conv2d_separable.fused").cost(p, c);
   EXPECT_DOUBLE_EQ(fused.flops, 2.0 * 2 * 5 * hw);
   EXPECT_DOUBLE_EQ(fused.bytes_min, 4.0 * (2 * hw + 2 * 5));
   // Row pass over 16 + 4 rows x 32, column pass over 16 x 32, per block; the tile 20 x 40 loaded once.
   EXPECT_DOUBLE_EQ(fused.flops_variant, 2.0 * 5 * 8 * (20 * 32 + 16 * 32));
   EXPECT_DOUBLE_EQ(fused.bytes_model, 4.0 * (8 * 20 * 40 + hw));
 
-  const Cost two = variant("conv2d_separable.two_pass").cost(p, c);
+  const Cost two = separable_variant("conv2d_separable.two_pass").cost(p, c);
   EXPECT_DOUBLE_EQ(two.flops, fused.flops);
   EXPECT_DOUBLE_EQ(two.flops_variant, two.flops);  // whole tiles here: exactly the separable sum
   // Rows: the 16 x 40 tile per block, the intermediate stored; columns: 20 x 32 per block, the output stored.
   EXPECT_DOUBLE_EQ(two.bytes_model, 4.0 * (8 * 16 * 40 + hw + 8 * 20 * 32 + hw));
 
   // Launches: the fused kernel's shared memory holds the tile and the intermediate; two_pass uses scratch.
-  const auto fs = variant("conv2d_separable.fused").steps(Separable(p), t);
+  const auto fs = separable_variant("conv2d_separable.fused").steps(Separable(p), t);
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].smem, 4 * 20 * (40 + 32));
   EXPECT_EQ(fs[0].grid.x, 2u);
   EXPECT_EQ(fs[0].grid.y, 4u);
-  const auto ts = variant("conv2d_separable.two_pass").steps(Separable(p), t);
+  const auto ts = separable_variant("conv2d_separable.two_pass").steps(Separable(p), t);
   ASSERT_EQ(ts.size(), 2u);
   EXPECT_TRUE(!ts[0].from_scratch && ts[0].to_scratch && ts[1].from_scratch && !ts[1].to_scratch);
   EXPECT_EQ(ts[0].smem, 4 * 16 * 40);

@@ -236,4 +236,10 @@ inline CliResult run_captured(std::vector<std::string> argv, const std::filesyst
   return r;
 }
 
+// The CLI (cli_binary()) with these arguments, no shell between: each argument reaches it as written.
+inline CliResult convtune_cli(std::vector<std::string> args, const std::filesystem::path& scratch) {
+  args.insert(args.begin(), cli_binary());
+  return run_captured(std::move(args), scratch);
+}
+
 }  // namespace convtune::test

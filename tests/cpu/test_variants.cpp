@@ -15,7 +15,7 @@ namespace {
 Problem valid_conv2d(int64_t h, int64_t w, int64_t r) {
   return Problem::from_json({{"family", "conv2d"}, {"h", h}, {"w", w}, {"r", r}});
 }
-const Variant& get(const char* n) { return Registry::instance().get(n); }
+const Variant& registered(const char* n) { return Registry::instance().get(n); }
 
 }  // namespace
 
@@ -25,8 +25,8 @@ TEST(Variants, TheSeedStrategiesAndBaselinesAreRegistered) {
                         "conv2d.wgmma_toeplitz", "conv2d.spectral_tiled",
                         "conv2d.spectral_rows", "conv2d.cudnn", "conv2d.fft"})
     EXPECT_NE(Registry::instance().find(n), nullptr) << n;
-  EXPECT_TRUE(get("conv2d.cudnn").library());
-  EXPECT_FALSE(get("conv2d.constant").library());
+  EXPECT_TRUE(registered("conv2d.cudnn").library());
+  EXPECT_FALSE(registered("conv2d.constant").library());
   EXPECT_EQ(Registry::instance().match("conv2d.tiled*").size(), 2u);
   EXPECT_THROW(Registry::instance().get("conv2d.none"), std::exception);
 }
@@ -34,51 +34,51 @@ TEST(Variants, TheSeedStrategiesAndBaselinesAreRegistered) {
 TEST(Variants, ConstraintsSayWhy) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   // Block = input tile: (16 + 2*16)^2 threads cannot fit in a block.
-  const Status s = get("conv2d.tiled_in").can_implement(valid_conv2d(100, 100, 16), {{"out_x", 16}, {"out_y", 16}}, dev);
+  const Status s = registered("conv2d.tiled_in").can_implement(valid_conv2d(100, 100, 16), {{"out_x", 16}, {"out_y", 16}}, dev);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("2304 threads > device limit 1024"), std::string::npos) << s.reason;
-  EXPECT_TRUE(get("conv2d.tiled_in").can_implement(valid_conv2d(100, 100, 2), {{"out_x", 16}, {"out_y", 16}}, dev).ok);
-  const Status big = get("conv2d.constant").can_implement(valid_conv2d(100, 100, 20), {{"block_x", 32}, {"block_y", 4}}, dev);
+  EXPECT_TRUE(registered("conv2d.tiled_in").can_implement(valid_conv2d(100, 100, 2), {{"out_x", 16}, {"out_y", 16}}, dev).ok);
+  const Status big = registered("conv2d.constant").can_implement(valid_conv2d(100, 100, 20), {{"block_x", 32}, {"block_y", 4}}, dev);
   EXPECT_FALSE(big.ok);
   EXPECT_NE(big.reason.find("radius 20 > 16"), std::string::npos);
   // Limits come from the device: a card with less shared memory refuses a large register tile.
   DeviceInfo small = dev;
   small.max_smem_per_block_optin = 48 * 1024;
   const Config rt = {{"block_x", 64}, {"block_y", 16}, {"px", 4}, {"py", 8}};
-  EXPECT_TRUE(get("conv2d.register_tiled").can_implement(valid_conv2d(4096, 4096, 8), rt, dev).ok);
-  EXPECT_FALSE(get("conv2d.register_tiled").can_implement(valid_conv2d(4096, 4096, 8), rt, small).ok);
+  EXPECT_TRUE(registered("conv2d.register_tiled").can_implement(valid_conv2d(4096, 4096, 8), rt, dev).ok);
+  EXPECT_FALSE(registered("conv2d.register_tiled").can_implement(valid_conv2d(4096, 4096, 8), rt, small).ok);
 }
 
 TEST(Variants, CostModelsFollowTheSeedsFormulas) {
   const Problem p = valid_conv2d(64, 64, 2);  // 4096 outputs, 25 taps
   const Config tiled = {{"out_x", 16}, {"out_y", 16}};
-  const Cost c = get("conv2d.tiled_in").cost(p, tiled);
+  const Cost c = registered("conv2d.tiled_in").cost(p, tiled);
   EXPECT_DOUBLE_EQ(c.flops, 2.0 * 25 * 4096);
   EXPECT_DOUBLE_EQ(c.bytes_min, 4.0 * (4096 * 2 + 25));
   // Seed 001: each block loads IN_TILE^2 = (16 + 4)^2 floats; 16 blocks; plus the outputs written once.
   EXPECT_DOUBLE_EQ(c.bytes_model, 4.0 * (16 * 20 * 20 + 4096));
   // Its arithmetic intensity tends to (2r+1)^2 / 2 flops per byte... per 4-byte element: OUT^2 FW^2 2 / (IN^2 4)
   const Problem big = valid_conv2d(16 * 1000, 16 * 1000, 2);
-  const Cost cb = get("conv2d.tiled_in").cost(big, tiled);
+  const Cost cb = registered("conv2d.tiled_in").cost(big, tiled);
   const double seed_ai = 16.0 * 16 * 25 * 2 / (20.0 * 20 * 4);
   const double inputs_only = cb.bytes_model - 4.0 * 16000 * 16000;
   EXPECT_NEAR(cb.flops / inputs_only, seed_ai, 1e-9);
 
   // Constant memory: every tap reads the image from global memory, the filter is not counted.
-  EXPECT_DOUBLE_EQ(get("conv2d.constant").cost(p, {{"block_x", 32}, {"block_y", 4}}).bytes_model, 4.0 * 4096 * 26);
-  EXPECT_DOUBLE_EQ(get("conv2d.naive").cost(p, {{"block_x", 32}, {"block_y", 4}}).bytes_model, 4.0 * 4096 * 51);
+  EXPECT_DOUBLE_EQ(registered("conv2d.constant").cost(p, {{"block_x", 32}, {"block_y", 4}}).bytes_model, 4.0 * 4096 * 26);
+  EXPECT_DOUBLE_EQ(registered("conv2d.naive").cost(p, {{"block_x", 32}, {"block_y", 4}}).bytes_model, 4.0 * 4096 * 51);
   // Coarsened along x by 4: per thread 5 rows of (4 + 4) inputs.
-  const Cost co = get("conv2d.coarsened").cost(p, {{"block_x", 32}, {"block_y", 4}, {"coarsen", 4}, {"direction", "x"}});
+  const Cost co = registered("conv2d.coarsened").cost(p, {{"block_x", 32}, {"block_y", 4}, {"coarsen", 4}, {"direction", "x"}});
   EXPECT_DOUBLE_EQ(co.bytes_model, 4.0 * (4096 / 4 * 5 * 8 + 4096));
   // Halo from L2, a 16x16 tile at r = 2: taps inside the tile along one axis are 16*5 - (2+1) - (2+1) = 74.
-  const Cost h = get("conv2d.tiled_halo_l2").cost(p, {{"tile_x", 16}, {"tile_y", 16}});
+  const Cost h = registered("conv2d.tiled_halo_l2").cost(p, {{"tile_x", 16}, {"tile_y", 16}});
   const double halo_per_block = 25.0 * 256 - 74.0 * 74.0;
   EXPECT_DOUBLE_EQ(h.bytes_model, 4.0 * (16 * (256 + halo_per_block) + 4096));
 }
 
 TEST(Variants, PipelinedSaysWhyItCannotRun) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  const Variant& v = get("conv2d.pipelined");
+  const Variant& v = registered("conv2d.pipelined");
   const Config c = {{"block_x", 64}, {"block_y", 4}, {"px", 4}, {"py", 4}, {"stages", 3}, {"steps", 16}};
   EXPECT_TRUE(v.can_implement(valid_conv2d(8192, 8192, 3), c, dev).ok);
   DeviceInfo turing = dev;  // no cp.async
@@ -107,17 +107,17 @@ TEST(Variants, PipelinedCostCountsTheStripOnce) {
   // A staged row: from 4 floats left of the strip (r rounded up to 4) to the last thread's window end,
   // 256 - 4 + 12 = 264 floats; a block stages its 256 rows and the 6 around them.
   const Config c = {{"block_x", 64}, {"block_y", 4}, {"px", 4}, {"py", 4}, {"stages", 3}, {"steps", 16}};
-  const Cost cost = get("conv2d.pipelined").cost(valid_conv2d(1024, 1024, 3), c);
+  const Cost cost = registered("conv2d.pipelined").cost(valid_conv2d(1024, 1024, 3), c);
   EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (16 * 262.0 * 264.0 + 1024.0 * 1024.0));
   EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 49 * 1024 * 1024);
   // 1000 rows: 63 steps of 16 in 4 segments (16, 16, 16, 15 steps): 1008 staged rows and 4 x 6 halo rows.
-  const Cost uneven = get("conv2d.pipelined").cost(valid_conv2d(1000, 1024, 3), c);
+  const Cost uneven = registered("conv2d.pipelined").cost(valid_conv2d(1000, 1024, 3), c);
   EXPECT_DOUBLE_EQ(uneven.bytes_model, 4.0 * (4 * (1008.0 + 24.0) * 264.0 + 1000.0 * 1024.0));
 }
 
 TEST(Variants, ShuffleHaloSaysWhyItCannotRunAndCountsItsRows) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  const Variant& v = get("conv2d.shuffle_halo");
+  const Variant& v = registered("conv2d.shuffle_halo");
   const Config c = {{"block_x", 64}, {"block_y", 4}, {"py", 2}};
   EXPECT_TRUE(v.can_implement(valid_conv2d(8192, 8192, 3), c, dev).ok);
   EXPECT_TRUE(v.can_implement(valid_conv2d(7, 9, 0), c, dev).ok);
@@ -137,7 +137,7 @@ TEST(Variants, ShuffleHaloSaysWhyItCannotRunAndCountsItsRows) {
 
 TEST(Variants, WgmmaToeplitzSaysWhyItCannotRunAndCountsItsWork) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  const Variant& v = get("conv2d.wgmma_toeplitz");
+  const Variant& v = registered("conv2d.wgmma_toeplitz");
   const Config c = {{"pw", 4}, {"ph", 8}, {"warpgroups", 2}, {"batch", 1}, {"min_blocks", 2}};
   EXPECT_TRUE(v.can_implement(valid_conv2d(8192, 8192, 4), c, dev).ok);
   EXPECT_TRUE(v.can_implement(valid_conv2d(7, 9, 0), c, dev).ok);
@@ -185,7 +185,7 @@ TEST(Variants, WgmmaToeplitzSaysWhyItCannotRunAndCountsItsWork) {
 
 TEST(Variants, SpectralRowsSaysWhyItCannotRun) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  const Variant& v = get("conv2d.spectral_rows");
+  const Variant& v = registered("conv2d.spectral_rows");
   const Config c = {{"ty", 16}, {"steps", 8}, {"regs", 128}};
   EXPECT_TRUE(v.can_implement(valid_conv2d(8192, 8192, 16), c, dev).ok);
   EXPECT_NE(v.can_implement(valid_conv2d(8192, 8192, 17), c, dev).reason.find("r = 17 > 16"), std::string::npos);
@@ -208,12 +208,12 @@ TEST(Variants, SpectralRowsSaysWhyItCannotRun) {
 TEST(Variants, SpectralRowsCostCountsEachSegmentsRows) {
   // 1024^2, r = 3: tiles of 64 - 6 = 58 valid columns stepped by 56 from column -5 (3 - 8): 19 tiles,
   // 10 pairs; 64 steps of 16 rows in segments of 8: 8 segments, each transforming 128 + 6 rows of two tiles.
-  const Cost c = get("conv2d.spectral_rows").cost(valid_conv2d(1024, 1024, 3), {{"ty", 16}, {"steps", 8}, {"regs", 128}});
+  const Cost c = registered("conv2d.spectral_rows").cost(valid_conv2d(1024, 1024, 3), {{"ty", 16}, {"steps", 8}, {"regs", 128}});
   EXPECT_DOUBLE_EQ(c.bytes_model, 80.0 * (134.0 * 2 * 64 * 4 + 7.0 * 64 * 8) + 4.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(c.flops, 2.0 * 49 * 1024 * 1024);
   // 72 rows, ty 8, steps 4: 9 steps over ceil(9 / 4) = 3 segments of 3 steps each (the kernel spreads them
   // evenly), so 72 output lines and 3 x 6 rows above segments per column of blocks.
-  const Cost uneven = get("conv2d.spectral_rows").cost(valid_conv2d(72, 1024, 3), {{"ty", 8}, {"steps", 4}, {"regs", 128}});
+  const Cost uneven = registered("conv2d.spectral_rows").cost(valid_conv2d(72, 1024, 3), {{"ty", 8}, {"steps", 4}, {"regs", 128}});
   EXPECT_DOUBLE_EQ(uneven.bytes_model, 10.0 * ((72.0 + 18.0) * 2 * 64 * 4 + 3.0 * 7 * 64 * 8) + 4.0 * 72 * 1024);
 }
 

@@ -8,7 +8,7 @@
 namespace convtune {
 namespace {
 
-constexpr int kSumThreads = 256;
+constexpr int kDirectSumThreads = 256;
 
 int64_t segments(const LayerShape& l) { return l.n * l.p * ceil_div(l.q, 32); }
 
@@ -62,10 +62,10 @@ class LayerBwdFilterDirect : public JitLayerVariant {
   }
   std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const override {
     const int64_t groups = ceil_div(l.k, cfg_int(c, "maps_per_thread")) * ceil_div(l.c, cfg_int(c, "c_per_block"));
-    const int64_t sum_blocks = std::min<int64_t>(ceil_div(l.filter_elements(), kSumThreads), 4096);
+    const int64_t sum_blocks = std::min<int64_t>(ceil_div(l.filter_elements(), kDirectSumThreads), 4096);
     return {{"layer_bwd_filter_direct_kernel", dim3(unsigned(cfg_int(c, "splits")), unsigned(groups)),
              dim3(32, unsigned(l.r * cfg_int(c, "c_per_block")))},
-            {"layer_bwd_filter_sum_splits_kernel", dim3(unsigned(sum_blocks)), dim3(kSumThreads)}};
+            {"layer_bwd_filter_sum_splits_kernel", dim3(unsigned(sum_blocks)), dim3(kDirectSumThreads)}};
   }
   size_t workspace_bytes(const LayerShape& l, const Config& c) const override {
     return size_t(cfg_int(c, "splits")) * size_t(l.filter_elements()) * sizeof(float);

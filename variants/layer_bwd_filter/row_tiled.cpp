@@ -10,7 +10,7 @@
 namespace convtune {
 namespace {
 
-constexpr int kSumThreads = 256;
+constexpr int kRowSumThreads = 256;
 constexpr int kMaxInputMaps = 16;  // the block re-stages dy for every input map: the GEMM variants serve wide layers
 
 // The kernel's shared memory (kernels/layer_bwd_filter_rows.cuh): two buffers of dy's rows of `maps` maps,
@@ -81,10 +81,10 @@ class LayerBwdFilterRowTiled : public JitLayerVariant {
   }
   std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const override {
     const int64_t blocks_y = ceil_div(l.k, cfg_int(c, "maps")) * l.c;
-    const int64_t sum_blocks = std::min<int64_t>(ceil_div(l.filter_elements(), kSumThreads), 4096);
+    const int64_t sum_blocks = std::min<int64_t>(ceil_div(l.filter_elements(), kRowSumThreads), 4096);
     return {{"layer_bwd_filter_rows_kernel", dim3(unsigned(cfg_int(c, "splits")), unsigned(blocks_y)),
              dim3(unsigned(32 * l.r)), int(shared_bytes(l, c))},
-            {"layer_bwd_filter_sum_splits_kernel", dim3(unsigned(sum_blocks)), dim3(kSumThreads)}};
+            {"layer_bwd_filter_sum_splits_kernel", dim3(unsigned(sum_blocks)), dim3(kRowSumThreads)}};
   }
   size_t workspace_bytes(const LayerShape& l, const Config& c) const override {
     return size_t(cfg_int(c, "splits")) * size_t(l.filter_elements()) * sizeof(float);
