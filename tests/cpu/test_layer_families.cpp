@@ -207,9 +207,9 @@ TEST(LayerProblem, UnknownOpMissingDimAndRanges) {
   e = input_error([] { layer("layer_pool", {{"n", 1}, {"c", 1}, {"h", 4}, {"w", 4}, {"r", 2}, {"s", 2}}); });
   expect_error_names(e, {"p.u", "missing"});
   e = input_error([] {
-    layer("layer_fwd", {{"n", 1}, {"c", 1}, {"h", 4}, {"w", 4}, {"k", 1}, {"r", 3}, {"s", 3}, {"relu", 2}});
+    layer("layer_fwd", {{"n", 1}, {"c", 1}, {"h", 4}, {"w", 4}, {"k", 1}, {"r", 3}, {"s", 3}, {"relu", 4}});
   });
-  expect_error_names(e, {"p.relu", "0..1"});
+  expect_error_names(e, {"p.relu", "0..3"});
   e = input_error([] {
     layer("layer_bwd_data", {{"n", 1}, {"c", 1}, {"h", 4}, {"w", 4}, {"k", 1}, {"r", 3}, {"s", 3}, {"bias", 1}});
   });

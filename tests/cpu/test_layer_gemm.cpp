@@ -12,6 +12,7 @@
 
 #include "harness/family.h"
 #include "harness/variant.h"
+#include "variants/layer_common/layer_epilogue.h"
 #include "variants/layer_common/layer_gemm.h"
 
 #include "tests/cpu/test_support.h"
@@ -183,7 +184,7 @@ TEST(LayerGemmIndex, ForwardIsFilterTimesIm2col) {
         for (int64_t o = 0; o < pq; ++o) {
           double sum = p.at("bias") == 1 ? double(in[2][size_t(k)]) : 0.0;
           for (int64_t e = 0; e < crs; ++e) sum += double(in[1][size_t(k * crs + e)]) * col[size_t(e * pq + o)];
-          y[size_t((b * l.k + k) * pq + o)] = p.at("relu") == 1 && sum < 0 ? 0.0 : sum;
+          y[size_t((b * l.k + k) * pq + o)] = activate(activation_of(p), sum);
         }
     }
     expect_close(y, cpu_reference(p, in), p);

@@ -12,6 +12,7 @@
 #include "harness/family.h"
 #include "harness/variant.h"
 #include "variants/layer_common/implicit_gemm.h"
+#include "variants/layer_common/layer_epilogue.h"
 #include "variants/layer_common/layer_variant.h"
 
 #include "tests/cpu/test_support.h"
@@ -29,7 +30,7 @@ using test::random_inputs;
 // D = A B through Gemm's gathers and output map, in double, as the kernel's store_element finishes it.
 // `writes` counts the stores per output element: each must be written exactly once.
 template <class Gemm>
-std::vector<double> host_gemm(const GemmShape& s, const float* a, const float* b, const float* bias, bool relu,
+std::vector<double> host_gemm(const GemmShape& s, const float* a, const float* b, const float* bias, Activation act,
                               size_t out_elements, std::vector<int>& writes) {
   std::vector<double> d(out_elements, 0.0);
   writes.assign(out_elements, 0);
@@ -44,7 +45,7 @@ std::vector<double> host_gemm(const GemmShape& s, const float* a, const float* b
         if (ao >= 0 && bo >= 0) acc += double(a[ao]) * double(b[bo]);
       }
       if (bias) acc += double(bias[n]);
-      if (relu && acc < 0) acc = 0;
+      acc = activate(act, acc);
       const size_t at = size_t(Gemm::d_row(s, m) + n * Gemm::d_col_stride(s));
       if (at >= out_elements) {
         ADD_FAILURE() << "output index " << at << " out of range (m " << m << ", n " << n << ")";
@@ -63,11 +64,11 @@ std::vector<double> host_gemm_of(const Problem& p, const std::vector<std::vector
   const size_t out = size_t(p.output_elements());
   if (p.family == "layer_fwd") {
     const float* bias = p.at("bias") == 1 ? in.at(2).data() : nullptr;
-    return host_gemm<igemm::FwdGemm>(s, in[0].data(), in[1].data(), bias, p.at("relu") == 1, out, writes);
+    return host_gemm<igemm::FwdGemm>(s, in[0].data(), in[1].data(), bias, activation_of(p), out, writes);
   }
   if (p.family == "layer_bwd_data")
-    return host_gemm<igemm::BwdDataGemm>(s, in[0].data(), in[1].data(), nullptr, false, out, writes);
-  return host_gemm<igemm::BwdFilterGemm>(s, in[1].data(), in[0].data(), nullptr, false, out, writes);  // A = dy
+    return host_gemm<igemm::BwdDataGemm>(s, in[0].data(), in[1].data(), nullptr, Activation::none, out, writes);
+  return host_gemm<igemm::BwdFilterGemm>(s, in[1].data(), in[0].data(), nullptr, Activation::none, out, writes);  // A = dy
 }
 
 // Out-of-range rows, columns and taps (as in a partial edge tile) must gather zeros.

@@ -11,6 +11,7 @@
 
 #include "harness/family.h"
 #include "harness/variant.h"
+#include "variants/layer_common/layer_epilogue.h"
 #include "variants/layer_common/layer_variant.h"
 #include "variants/layer_common/winograd.h"
 
@@ -69,7 +70,7 @@ std::vector<double> host_winograd(const Problem& p, WinogradPass pass, const std
   const LayerShape l(p);
   const wino::WinoDims d = winograd_dims(pass, M, l);
   const float* bias = pass == WinogradPass::forward && p.at("bias") == 1 ? in.at(2).data() : nullptr;
-  const bool relu = pass == WinogradPass::forward && p.at("relu") == 1;
+  const Activation act = pass == WinogradPass::forward ? activation_of(p) : Activation::none;
   std::vector<float> u(size_t(P) * d.co * d.ci);  // [co][ci][P]
   for (int co = 0; co < d.co; ++co)
     for (int ci = 0; ci < d.ci; ++ci) {
@@ -100,7 +101,7 @@ std::vector<double> host_winograd(const Problem& p, WinogradPass pass, const std
             if (oy >= d.oh || ox >= d.ow) continue;
             float value = y[i][j];
             if (bias) value += bias[co];
-            if (relu && value < 0) value = 0;
+            value = float(activate(act, value));
             out[size_t(((image * d.co + co) * d.oh + oy) * d.ow + ox)] = value;
           }
       }

@@ -8,6 +8,7 @@
 
 #include "harness/cuda_raii.h"
 #include "harness/error.h"
+#include "variants/layer_common/layer_epilogue.h"
 #include "variants/layer_common/layer_shape.h"
 #include "variants/layer_common/layer_variant.h"
 
@@ -32,6 +33,18 @@ bool math_matches(cudnnMathType_t reported, const std::string& math) {
 }
 
 std::string natural_math(const Problem& p) { return tf32_allowed(p) ? kMathTf32 : kMathFp32; }
+
+// ---- the forward epilogue -----------------------------------------------------------------------------
+
+// cuDNN's mode for an activation; the identity is what the fused call takes for a bias alone.
+cudnnActivationMode_t cudnn_activation(Activation a) {
+  switch (a) {
+    case Activation::relu: return CUDNN_ACTIVATION_RELU;
+    case Activation::sigmoid: return CUDNN_ACTIVATION_SIGMOID;
+    case Activation::tanh: return CUDNN_ACTIVATION_TANH;
+    default: return CUDNN_ACTIVATION_IDENTITY;
+  }
+}
 
 // ---- cuDNN's own pick -------------------------------------------------------------------------------
 
@@ -87,12 +100,18 @@ std::map<std::string, FindOutcome>& find_cache() {
 
 class CudnnConvPlan : public Plan {
  public:
-  CudnnConvPlan(const Problem& p, CudnnPass pass, const CudnnAlgo& algo, std::string math)
-      : problem_(p), pass_(pass), algo_(algo), math_(std::move(math)),
-        has_bias_(pass == CudnnPass::forward && p.at("bias") == 1),
-        has_relu_(pass == CudnnPass::forward && p.at("relu") == 1), conv_(conv_shape(p), descriptor_math(math_)) {
-    set_nchw(bias_desc_.get(), 1, LayerShape(p).k, 1, 1);
-    CT_CUDNN(cudnnSetActivationDescriptor(relu_desc_.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  CudnnConvPlan(const Problem& p, CudnnPass pass, const CudnnAlgo& algo, std::string math, bool fused)
+      : problem_(p), pass_(pass), algo_(algo), math_(std::move(math)), fused_(fused), has_bias_(has_bias(p)),
+        activation_(activation_of(p)), conv_(conv_shape(p), descriptor_math(math_)) {
+    const int64_t maps = LayerShape(p).k;
+    set_nchw(bias_desc_.get(), 1, maps, 1, 1);
+    if (fused_ || activation_ != Activation::none)
+      CT_CUDNN(cudnnSetActivationDescriptor(activation_desc_.get(), cudnn_activation(activation_),
+                                            CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    if (fused_ && !has_bias_) {  // the fused call always adds a bias: zeros where the problem has none
+      zero_bias_ = DeviceArray<float>(size_t(maps));
+      CT_CUDA(cudaMemset(zero_bias_.get(), 0, zero_bias_.bytes()));
+    }
     workspace_ = DeviceArray<char>(fitting_workspace(query_workspace(algo_.value)));
   }
 
@@ -104,12 +123,13 @@ class CudnnConvPlan : public Plan {
   void run(cudaStream_t stream) override {
     const cudnnHandle_t h = conv_.handle();
     CT_CUDNN(cudnnSetStream(h, stream));
+    if (fused_) return run_fused();
     const cudnnStatus_t s = conv_.convolve(pass_, algo_.value, x_, w_, y_, workspace_);
     if (s != CUDNN_STATUS_SUCCESS) throw_cudnn_refusal(s, std::string(cudnn_pass_name(pass_)) + " algo " + algo_.name);
     const float one = 1.0f, zero = 0.0f;
     if (has_bias_) CT_CUDNN(cudnnAddTensor(h, &one, bias_desc_.get(), bias_, &one, conv_.y_desc(), y_));
-    if (has_relu_)
-      CT_CUDNN(cudnnActivationForward(h, relu_desc_.get(), &one, conv_.y_desc(), y_, &zero, conv_.y_desc(), y_));
+    if (activation_ != Activation::none)
+      CT_CUDNN(cudnnActivationForward(h, activation_desc_.get(), &one, conv_.y_desc(), y_, &zero, conv_.y_desc(), y_));
   }
 
   size_t workspace_bytes() const override { return workspace_.bytes(); }
@@ -120,6 +140,21 @@ class CudnnConvPlan : public Plan {
     const LayerShape l(p);
     return {l.n, l.c, l.h, l.w, l.k, l.r, l.s, l.pad_h, l.pad_w, l.u, l.v, l.p, l.q, false};
   }
+
+// The fused call is marked deprecated with the rest of the legacy API (cuDNN 9); it is still its only fused
+// convolution, bias and activation.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  // y = act(conv(x) + 0 * z + bias), z = y: alpha2 = 0 leaves z out of the sum.
+  void run_fused() {
+    const float one = 1.0f, zero = 0.0f;
+    const cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
+        conv_.handle(), &one, conv_.x_desc(), x_, conv_.w_desc(), w_, conv_.conv_desc(),
+        cudnnConvolutionFwdAlgo_t(algo_.value), workspace_.get(), workspace_.bytes(), &zero, conv_.y_desc(), y_,
+        bias_desc_.get(), has_bias_ ? bias_ : zero_bias_.get(), activation_desc_.get(), conv_.y_desc(), y_);
+    if (s != CUDNN_STATUS_SUCCESS) throw_cudnn_refusal(s, "fused forward algo " + algo_.name);
+  }
+#pragma GCC diagnostic pop
 
   // The workspace `algo` needs under the descriptor's current math; Unsupported when cuDNN refuses it.
   size_t query_workspace(int algo) const {
@@ -234,6 +269,7 @@ class CudnnConvPlan : public Plan {
                 {"library_pick", pick && pick->algo == algo_.value && math_ == natural_math(problem_)},
                 {"cudnn_find_ms", own ? json(own->time_ms) : json(nullptr)}};
     if (!found.error.empty()) details_["cudnn_find_error"] = found.error;
+    if (fused_) details_["call"] = "cudnnConvolutionBiasActivationForward";
     if (own && own->math != descriptor_math(math_)) use_math(own->math);
   }
 
@@ -247,10 +283,12 @@ class CudnnConvPlan : public Plan {
   CudnnPass pass_;
   CudnnAlgo algo_;
   std::string math_;
-  bool has_bias_, has_relu_;
+  bool fused_, has_bias_;
+  Activation activation_;
   CudnnConvolution conv_;
   CudnnTensorDesc bias_desc_;
-  CudnnActivationDesc relu_desc_;
+  CudnnActivationDesc activation_desc_;
+  DeviceArray<float> zero_bias_;
   DeviceArray<char> workspace_;
   float* x_ = nullptr;
   float* w_ = nullptr;
@@ -305,7 +343,7 @@ std::unique_ptr<Plan> CudnnLayerVariant::prepare(const Problem& p, const Config&
   const std::string name = c.at("algo").get<std::string>();
   const CudnnAlgo* algo = find_cudnn_algo(pass(), name);
   if (!algo) throw InputError(this->name() + ": unknown algo '" + name + "'; allowed: " + cudnn_algo_names(pass()));
-  return std::make_unique<CudnnConvPlan>(p, pass(), *algo, c.at("math").get<std::string>());
+  return std::make_unique<CudnnConvPlan>(p, pass(), *algo, c.at("math").get<std::string>(), fused_call());
 }
 
 }  // namespace convtune

@@ -2,7 +2,9 @@
 // cudnnConvolutionBackwardData and cudnnConvolutionBackwardFilter over the whole NCHW fp32 layer (every
 // algorithm of the pass a value of "algo", the math a value of "math").
 // The first bind of a (problem, pass, math) runs cuDNN's own find once per process and every plan records
-// that pick beside its timing (details()). Here beside layer_shape.h so that every layer folder includes it
+// that pick beside its timing (details()). The forward pass's bias and activation follow the convolution as
+// cudnnAddTensor and cudnnActivationForward, or, for a variant whose fused_call() says so, are fused into it
+// by cudnnConvolutionBiasActivationForward. Here beside layer_shape.h so that every layer folder includes it
 // from one place.
 #pragma once
 #include <cudnn.h>
@@ -34,6 +36,8 @@ class CudnnLayerVariant : public Variant {
 
  protected:
   virtual CudnnPass pass() const = 0;
+  // One cudnnConvolutionBiasActivationForward call instead of the convolution, bias and activation calls.
+  virtual bool fused_call() const { return false; }
 };
 
 }  // namespace convtune

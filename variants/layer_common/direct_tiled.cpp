@@ -3,6 +3,7 @@
 // output-map and output-pixel coarsening per thread, any H and W, any stride.
 #include "variants/layer_common/direct_tiled.h"
 
+#include "variants/layer_common/layer_epilogue.h"
 #include "variants/layer_fwd/layer_fwd.h"
 
 namespace convtune {
@@ -66,24 +67,23 @@ Status DirectTiledVariant::constraints(const LayerShape& l, const Config& c, con
 
 std::vector<std::string> DirectTiledVariant::defines(const LayerShape& l, const Problem& p, const Config& c) const {
   const Correlation k = correlation(l);
-  const bool forward = p.dims.count("bias") != 0;
-  return {define("OUT_MAPS", k.out_maps), define("IN_MAPS", k.in_maps),
-          define("IN_H", k.in_h),         define("IN_W", k.in_w),
-          define("OUT_H", k.out_h),       define("OUT_W", k.out_w),
-          define("STRIDE_H", k.stride_h), define("STRIDE_W", k.stride_w),
-          define("DIL_H", k.dil_h),       define("DIL_W", k.dil_w),
-          define("PAD_TOP", k.pad_top),   define("PAD_LEFT", k.pad_left),
-          define("FLIP_SWAP", k.flip_swap),
-          define("BIAS", forward && p.at("bias") == 1),
-          define("RELU", forward && p.at("relu") == 1),
-          define("TILE_W", cfg_int(c, "tile_w")),
-          define("TILE_H", cfg_int(c, "tile_h")),
-          define("MAPS", cfg_int(c, "maps")),
-          define("MAPS_PER_THREAD", cfg_int(c, "maps_per_thread")),
-          define("PIX_PER_THREAD", cfg_int(c, "pix_per_thread")),
-          define("ROWS_PER_THREAD", cfg_int(c, "rows_per_thread")),
-          define("IN_CHUNK", cfg_int(c, "in_chunk")),
-          define("STAGES", cfg_int(c, "stages"))};
+  std::vector<std::string> d = {define("OUT_MAPS", k.out_maps), define("IN_MAPS", k.in_maps),
+                                define("IN_H", k.in_h),         define("IN_W", k.in_w),
+                                define("OUT_H", k.out_h),       define("OUT_W", k.out_w),
+                                define("STRIDE_H", k.stride_h), define("STRIDE_W", k.stride_w),
+                                define("DIL_H", k.dil_h),       define("DIL_W", k.dil_w),
+                                define("PAD_TOP", k.pad_top),   define("PAD_LEFT", k.pad_left),
+                                define("FLIP_SWAP", k.flip_swap),
+                                define("TILE_W", cfg_int(c, "tile_w")),
+                                define("TILE_H", cfg_int(c, "tile_h")),
+                                define("MAPS", cfg_int(c, "maps")),
+                                define("MAPS_PER_THREAD", cfg_int(c, "maps_per_thread")),
+                                define("PIX_PER_THREAD", cfg_int(c, "pix_per_thread")),
+                                define("ROWS_PER_THREAD", cfg_int(c, "rows_per_thread")),
+                                define("IN_CHUNK", cfg_int(c, "in_chunk")),
+                                define("STAGES", cfg_int(c, "stages"))};
+  for (std::string& e : epilogue_defines(p)) d.push_back(std::move(e));  // BIAS 0, ACT 0 for backward-data
+  return d;
 }
 
 std::vector<LayerLaunch> DirectTiledVariant::launches(const LayerShape& l, const Config& c) const {

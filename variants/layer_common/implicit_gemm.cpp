@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "variants/layer_common/layer_epilogue.h"
 #include "variants/layer_fwd/layer_fwd.h"
 
 namespace convtune {
@@ -164,10 +165,8 @@ std::vector<std::string> ImplicitGemmVariant::defines(const LayerShape&, const P
     o.push_back(define("TM", tile.tm));
     o.push_back(define("TN", tile.tn));
   }
-  if (pass_ == GemmPass::forward) {
-    o.push_back(define("BIAS", prob.at("bias")));
-    o.push_back(define("RELU", prob.at("relu")));
-  }
+  if (pass_ == GemmPass::forward)
+    for (std::string& d : epilogue_defines(prob)) o.push_back(std::move(d));
   o.push_back(define("SPLITS", splits(c)));
   return o;
 }

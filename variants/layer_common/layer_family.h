@@ -1,6 +1,6 @@
 // What the three convolution-layer families (layer_fwd, layer_bwd_data, layer_bwd_filter) share as
 // families: the shape dims and their checks, the precision dim, the flop count, the example and the
-// dispatch constraints. Each adds its operation's own dims (the forward's bias and ReLU), its operands,
+// dispatch constraints. Each adds its operation's own dims (the forward's bias and activation), its operands,
 // test shapes and references. Here beside layer_shape.h, for the same reason.
 #pragma once
 #include <string>

@@ -1,5 +1,5 @@
 // layer_fwd.im2col_gemm, the ConvNets seed's unrolling: im2col per chunk of images, then one cuBLAS
-// strided-batched SGEMM per chunk, Y_b = W COL_b; bias and ReLU in an epilogue after the batch. Also the
+// strided-batched SGEMM per chunk, Y_b = W COL_b; bias and activation in an epilogue after the batch. Also the
 // machinery the three im2col/GEMM variants share (layer_gemm.h).
 #include "variants/layer_common/layer_gemm.h"
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "variants/layer_common/layer_epilogue.h"
 #include "variants/layer_fwd/layer_fwd.h"
 #include "variants/layer_common/layer_gemm.h"
 
@@ -159,10 +160,8 @@ std::vector<std::string> WgmmaGemmVariant::defines(const LayerShape& l, const Pr
                                 define("BN", tile_n(c)),
                                 define("STAGES", cfg_int(c, "stages")),
                                 define("SMEM_BYTES", smem_bytes(l, c))};
-  if (pass_ == GemmPass::forward) {
-    o.push_back(define("BIAS", prob.at("bias")));
-    o.push_back(define("RELU", prob.at("relu")));
-  }
+  if (pass_ == GemmPass::forward)
+    for (std::string& d : epilogue_defines(prob)) o.push_back(std::move(d));
   if (pass_ == GemmPass::bwd_filter) o.push_back(define("SPLITS", splits(c)));
   return o;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "variants/layer_common/layer_epilogue.h"
 #include "variants/layer_fwd/layer_fwd.h"
 #include "variants/layer_common/layer_gemm.h"
 #include "variants/layer_common/layer_variant.h"
@@ -260,10 +261,8 @@ std::vector<JitProgram> WinogradVariant::programs(const Problem& p, const Config
   program.options.push_back(define("PASS", int(pass_)));
   program.options.push_back(define("THREADS", kThreads));
   program.options.push_back(define("TILE", output_block(c)));
-  if (pass_ == WinogradPass::forward) {
-    program.options.push_back(define("BIAS", p.at("bias")));
-    program.options.push_back(define("RELU", p.at("relu")));
-  }
+  if (pass_ == WinogradPass::forward)
+    for (std::string& d : epilogue_defines(p)) program.options.push_back(std::move(d));
   if (pass_ == WinogradPass::bwd_filter) program.options.push_back(define("CHUNK", chunk_images(c)));
   return {program};
 }

@@ -4,18 +4,20 @@
 #include "variants/layer_common/direct_tiled.h"
 
 #include "variants/layer_fwd/layer_fwd.h"
+#include "variants/layer_fwd/separate_epilogue.h"
 
 namespace convtune {
 
 namespace {
 
-class LayerFwdDirectTiled : public DirectTiledVariant {
+class LayerFwdDirectTiled : public EpilogueChoice<DirectTiledVariant> {
  public:
   std::string name() const override { return "layer_fwd.direct_tiled"; }
   std::string family() const override { return kLayerFwd; }
   std::string summary() const override {
     return "direct: block = (image, output-map group, output tile); input tile + halo and taps in shared memory, "
-           "in_chunk input maps at a time; maps_per_thread x rows_per_thread x pix_per_thread outputs per thread; fused bias/ReLU";
+           "in_chunk input maps at a time; maps_per_thread x rows_per_thread x pix_per_thread outputs per thread; bias and "
+           "activation fused (or separate: the epilogue parameter)";
   }
   Tolerance tolerance(const Problem& p, const Config&) const override {
     return layer_tolerance(forward_sum_length(LayerShape(p)), kMathFp32);

@@ -8,10 +8,10 @@ namespace convtune {
 namespace {
 
 __global__ void reference_forward_kernel(LayerShape l, const float* __restrict__ x, const float* __restrict__ filter,
-                                         const float* __restrict__ bias, bool relu, double* __restrict__ y) {
+                                         const float* __restrict__ bias, Activation act, double* __restrict__ y) {
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < l.y_elements();
        o += int64_t(gridDim.x) * blockDim.x)
-    y[o] = forward_at(l, x, filter, bias, relu, o);
+    y[o] = forward_at(l, x, filter, bias, act, o);
 }
 
 class LayerFwdFamily : public LayerConvolutionFamily {
@@ -19,8 +19,8 @@ class LayerFwdFamily : public LayerConvolutionFamily {
   std::string name() const override { return kLayerFwd; }
   std::string summary() const override {
     return "NCHW convolution layer forward, cuDNN cross-correlation: y[n,k,p,q] = sum_{c,i,j} "
-           "x[n,c,p*u-pad_h+i,q*v-pad_w+j] w[k,c,i,j] (+ bias[k], then ReLU if relu), zero padding, "
-           "P = (h+2pad_h-r)/u+1; precision 0 = strict fp32, 1 = tf32 allowed";
+           "x[n,c,p*u-pad_h+i,q*v-pad_w+j] w[k,c,i,j] (+ bias[k]), then the activation relu (0 none, "
+           "1 ReLU, 2 sigmoid, 3 tanh), zero padding, P = (h+2pad_h-r)/u+1; precision 0 = strict fp32, 1 = tf32 allowed";
   }
   std::vector<Operand> operands(const Problem& p) const override {
     const LayerShape l(p);
@@ -30,17 +30,18 @@ class LayerFwdFamily : public LayerConvolutionFamily {
     return ops;
   }
   // Odd sizes, C = 1 and K = 1, R != S, stride 2 and mixed strides, pad 0 and > 0, 1x1, n > 1, bias and
-  // ReLU alone and together, tf32, and K = 70 maps over C = 33 (two column tiles of 64, a sum of 297
-  // terms: partial GEMM tiles everywhere). Values in dims() order: n c h w k r s pad_h pad_w u v bias relu precision.
+  // ReLU alone and together, bias + sigmoid, tanh alone, tf32, and K = 70 maps over C = 33 (two column tiles
+  // of 64, a sum of 297 terms: partial GEMM tiles everywhere). Values in dims() order: n c h w k r s pad_h
+  // pad_w u v bias relu precision (relu: the activation, 0 none, 1 ReLU, 2 sigmoid, 3 tanh).
   std::vector<Problem> test_problems() const override {
     std::vector<Problem> out;
     for (const std::vector<int64_t>& v : std::vector<std::vector<int64_t>>{{1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0},
                                                                          {2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1, 1, 1, 0},
                                                                          {1, 1, 13, 11, 1, 5, 3, 2, 1, 2, 2, 0, 1, 0},
                                                                          {3, 4, 17, 15, 8, 1, 1, 0, 0, 1, 1, 1, 0, 0},
-                                                                         {2, 5, 31, 29, 7, 7, 7, 3, 3, 2, 2, 1, 1, 0},
+                                                                         {2, 5, 31, 29, 7, 7, 7, 3, 3, 2, 2, 1, 2, 0},
                                                                          {1, 8, 10, 12, 3, 3, 2, 0, 1, 1, 2, 0, 0, 0},
-                                                                         {4, 2, 6, 7, 16, 3, 3, 1, 1, 2, 1, 0, 1, 0},
+                                                                         {4, 2, 6, 7, 16, 3, 3, 1, 1, 2, 1, 0, 3, 0},
                                                                          {1, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 0, 0, 1},
                                                                          {2, 33, 9, 11, 70, 3, 3, 1, 1, 1, 1, 1, 1, 0}})
       out.push_back(layer_problem(kLayerFwd, dims(), v));
@@ -52,7 +53,7 @@ class LayerFwdFamily : public LayerConvolutionFamily {
     const float* bias = p.at("bias") == 1 ? in.at(2).data() : nullptr;
     std::vector<double> y(size_t(l.y_elements()));
     for (int64_t o = 0; o < l.y_elements(); ++o)
-      y[size_t(o)] = forward_at(l, in.at(0).data(), in.at(1).data(), bias, p.at("relu") == 1, o);
+      y[size_t(o)] = forward_at(l, in.at(0).data(), in.at(1).data(), bias, activation_of(p), o);
     return y;
   }
   void gpu_reference(const Problem& p, const std::vector<const float*>& in, double* out,
@@ -60,13 +61,14 @@ class LayerFwdFamily : public LayerConvolutionFamily {
     const LayerShape l(p);
     const float* bias = p.at("bias") == 1 ? in.at(2) : nullptr;
     reference_forward_kernel<<<grid_for(l.y_elements(), 256), 256, 0, s>>>(l, in.at(0), in.at(1), bias,
-                                                                            p.at("relu") == 1, out);
+                                                                            activation_of(p), out);
     CT_CHECK_LAUNCH();
   }
 
  protected:
   std::vector<DimSpec> operation_dims() const override {
-    return {{"bias", 0, 1, "1 = add bias[k] (an operand)", true, 0}, {"relu", 0, 1, "1 = ReLU after the bias", true, 0}};
+    return {{"bias", 0, 1, "1 = add bias[k] (an operand)", true, 0},
+            {kActivationDim, 0, kActivationCount - 1, kActivationMeaning, true, 0}};
   }
 };
 

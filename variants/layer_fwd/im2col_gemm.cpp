@@ -1,6 +1,6 @@
 // layer_fwd.im2col_gemm, the ConvNets seed's unrolling: im2col per chunk of images, then one cuBLAS
-// strided-batched SGEMM per chunk, Y_b = W COL_b; bias and ReLU in an epilogue after the batch. Also the
-// machinery the three im2col/GEMM variants share (layer_gemm.h).
+// strided-batched SGEMM per chunk, Y_b = W COL_b; bias and activation in an epilogue kernel after the batch
+// (its epilogue is always a separate kernel, so it has no `epilogue` parameter).
 #include "variants/layer_common/layer_gemm.h"
 
 #include <algorithm>
@@ -12,14 +12,12 @@ namespace convtune {
 
 namespace {
 
-bool needs_epilogue(const Problem& p) { return p.at("bias") == 1 || p.at("relu") == 1; }
-
 class FwdIm2colGemmPlan : public ChunkedGemmPlan {
  public:
   FwdIm2colGemmPlan(const Problem& p, const Config& c, std::shared_ptr<Module> module)
-      : ChunkedGemmPlan(p, c, std::move(module), 0), has_bias_(p.at("bias") == 1) {
+      : ChunkedGemmPlan(p, c, std::move(module), 0), has_bias_(has_bias(p)) {
     im2col_ = kernel("layer_im2col");
-    if (needs_epilogue(p)) epilogue_ = kernel("layer_fwd_epilogue");
+    if (has_epilogue(p)) epilogue_ = kernel("layer_fwd_epilogue");
   }
 
  protected:
@@ -49,7 +47,7 @@ class LayerFwdIm2colGemm : public Im2colGemmVariant {
   std::string family() const override { return kLayerFwd; }
   std::string summary() const override {
     return "im2col per chunk of images into a reused col buffer, then a cuBLAS strided-batched SGEMM "
-           "Y_b = W COL_b per chunk; bias and ReLU in an epilogue kernel";
+           "Y_b = W COL_b per chunk; bias and activation in an epilogue kernel";
   }
   std::unique_ptr<Plan> prepare(const Problem& p, const Config& c, const DeviceInfo&, JitCache& jit) const override {
     return std::make_unique<FwdIm2colGemmPlan>(p, c, jit.module(programs(p, c).front()));
@@ -57,12 +55,10 @@ class LayerFwdIm2colGemm : public Im2colGemmVariant {
 
  protected:
   std::string source() const override { return "layer_fwd_im2col_gemm.cuh"; }
-  std::vector<std::string> extra_defines(const Problem& p) const override {
-    return {define("BIAS", p.at("bias")), define("RELU", p.at("relu"))};
-  }
+  std::vector<std::string> extra_defines(const Problem& p) const override { return epilogue_defines(p); }
   int64_t sum_length(const LayerShape& l) const override { return forward_sum_length(l); }
   double extra_bytes(const Problem& p, const Config&) const override {  // the epilogue reads and writes y
-    return needs_epilogue(p) ? 8.0 * double(LayerShape(p).y_elements()) : 0.0;
+    return has_epilogue(p) ? 8.0 * double(LayerShape(p).y_elements()) : 0.0;
   }
 };
 

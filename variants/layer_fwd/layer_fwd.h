@@ -1,9 +1,11 @@
 // The layer_fwd family: a convolution layer's forward pass, NCHW, as cuDNN computes it with
 // CUDNN_CROSS_CORRELATION (the filter is not flipped, unlike conv1d):
 //   y[n,k,p,q] = sum_{c,i,j} x[n, c, p*u - pad_h + i, q*v - pad_w + j] * filter[k,c,i,j]  (+ bias[k])
-// with zeros outside the image, then ReLU if asked. Shapes: variants/layer_common/layer_shape.h.
+// with zeros outside the image, then the activation asked for (none, ReLU, sigmoid or tanh: the dim relu,
+// variants/layer_common/layer_epilogue.h). Shapes: variants/layer_common/layer_shape.h.
 // Every layer_fwd variant and both references compute exactly this; the CPU tests pin it.
 #pragma once
+#include "variants/layer_common/layer_epilogue.h"
 #include "variants/layer_common/layer_shape.h"
 
 namespace convtune {
@@ -11,9 +13,9 @@ namespace convtune {
 inline constexpr const char* kLayerFwd = "layer_fwd";
 
 // Output element `index` of y (flat NCHW): its receptive field correlated with filter k, plus bias[k]
-// (nullptr: no bias), then ReLU. Written once for the CPU and GPU references.
+// (nullptr: no bias), then the activation. Written once for the CPU and GPU references.
 LAYER_HOST_DEVICE inline double forward_at(const LayerShape& l, const float* x, const float* filter,
-                                           const float* bias, bool relu, int64_t index) {
+                                           const float* bias, Activation act, int64_t index) {
   const Nchw out = l.y_coords(index);  // (n, k, p, q)
   double acc = 0;
   for (int64_t ci = 0; ci < l.c; ++ci)
@@ -24,7 +26,7 @@ LAYER_HOST_DEVICE inline double forward_at(const LayerShape& l, const float* x, 
           acc += double(x[l.x_index(out.n, ci, yi, xi)]) * double(filter[l.filter_index(out.c, ci, i, j)]);
       }
   if (bias) acc += double(bias[out.c]);
-  return relu && acc < 0 ? 0.0 : acc;
+  return activate(act, acc);
 }
 
 }  // namespace convtune

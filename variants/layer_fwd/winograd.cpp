@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "variants/layer_fwd/layer_fwd.h"
+#include "variants/layer_fwd/separate_epilogue.h"
 #include "variants/layer_common/layer_gemm.h"
 #include "variants/layer_common/layer_variant.h"
 
@@ -11,9 +12,9 @@ namespace convtune {
 
 namespace {
 
-class LayerFwdWinograd : public WinogradVariant {
+class LayerFwdWinograd : public EpilogueChoice<WinogradVariant> {
  public:
-  LayerFwdWinograd() : WinogradVariant(WinogradPass::forward) {}
+  LayerFwdWinograd() : EpilogueChoice(WinogradPass::forward) {}
   std::string name() const override { return "layer_fwd.winograd"; }
   std::string family() const override { return kLayerFwd; }
 };

@@ -9,12 +9,13 @@
 // The same kernel runs backward-data: dE/dX is the forward correlation of dy dilated by the stride (zeros
 // between its pixels), padded by r-1-pad, with the filter flipped and its two map axes swapped (FLIP_SWAP).
 // Defines (variants/layer_common/direct_tiled.cpp): OUT_MAPS IN_MAPS IN_H IN_W OUT_H OUT_W STRIDE_H STRIDE_W
-// DIL_H DIL_W PAD_TOP PAD_LEFT R S FLIP_SWAP BIAS RELU TILE_W TILE_H MAPS MAPS_PER_THREAD PIX_PER_THREAD
-// ROWS_PER_THREAD IN_CHUNK STAGES.
+// DIL_H DIL_W PAD_TOP PAD_LEFT R S FLIP_SWAP BIAS ACT (forward: layer_epilogue.cuh) TILE_W TILE_H MAPS
+// MAPS_PER_THREAD PIX_PER_THREAD ROWS_PER_THREAD IN_CHUNK STAGES.
 //
 // Staging copies each element with cp.async where the GPU has it (sm_80 and later), so a thread has all
 // of its chunk's loads in flight at once; a plain load into a register, then a store, keeps one in flight.
 #include "async_copy.cuh"
+#include "layer_epilogue.cuh"
 
 #define THREADS_X (TILE_W / PIX_PER_THREAD)
 #define GROUPS (MAPS / MAPS_PER_THREAD)
@@ -134,12 +135,9 @@ __device__ __forceinline__ void stage_chunk(float* taps, const float* __restrict
   stage_commit();
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS) layer_direct_tiled_kernel(const float* __restrict__ in,
-                                                                                const float* __restrict__ w,
-#if BIAS
-                                                                                const float* __restrict__ bias,
-#endif
-                                                                                float* __restrict__ out, void*) {
+extern "C" __global__ void __launch_bounds__(THREADS)
+    layer_direct_tiled_kernel(const float* __restrict__ in, const float* __restrict__ w, BIAS_PARAM float* __restrict__ out,
+                              void*) {
   extern __shared__ __align__(16) float smem[];
   const int tx = threadIdx.x, ty = threadIdx.y, group = threadIdx.z;
   const int tid = (group * THREADS_Y + ty) * THREADS_X + tx;
@@ -219,14 +217,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) layer_direct_tiled_kernel(
       for (int t = 0; t < PIX_PER_THREAD; ++t) {
         const int x = out_x0 + tx * PIX_PER_THREAD + t;
         if (x >= OUT_W) break;
-        float v = acc[q][o][t];
-#if BIAS
-        v += bias[map];
-#endif
-#if RELU
-        v = v < 0.f ? 0.f : v;  // not fmaxf: a NaN must stay visible
-#endif
-        dst[x] = v;
+        dst[x] = layer_epilogue(bias, map, acc[q][o][t]);
       }
     }
   }

@@ -10,17 +10,12 @@
 //           (the tensor core truncates in its accumulation: long sums in mma registers drift).
 // Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data,
 // 2 backward-filter), MATH, BM BN BK STAGES, TM TN (MATH 0) or WARPS_M WARPS_N (MATH 1, 2), BIAS and
-// RELU (forward), SPLITS (t split over gridDim.z, each slice's partial D in the workspace, summed in slice
-// order by split_reduce_kernel, which then applies bias and ReLU).
+// ACT (forward: layer_epilogue.cuh), SPLITS (t split over gridDim.z, each slice's partial D in the workspace,
+// summed in slice order by split_reduce_kernel, which then applies the epilogue).
 #include "async_copy.cuh"
+#include "layer_epilogue.cuh"
 #include "layer_implicit_gemm_gather.cuh"
 
-#ifndef BIAS
-#define BIAS 0
-#endif
-#ifndef RELU
-#define RELU 0
-#endif
 #ifndef SPLITS
 #define SPLITS 1
 #endif
@@ -118,24 +113,13 @@ __device__ __forceinline__ void load_tile(float* tile, const Gathers& g, const f
   }
 }
 
-// Bias and ReLU of the forward pass's output map n.
-__device__ __forceinline__ float epilogue(const float* __restrict__ bias, int n, float value) {
-#if BIAS
-  value += bias[n];
-#endif
-#if RELU
-  value = value < 0.f ? 0.f : value;
-#endif
-  return value;
-}
-
 // One output element, guarded by the GEMM's extent in n; a split's partial is stored as it is (the
 // reduction applies the epilogue to the sum).
 __device__ __forceinline__ void store_element(float* __restrict__ d, const float* __restrict__ bias, int d_row,
                                               int n, float value) {
   const DefinedShape s;
   if (n >= Gemm::n_size(s)) return;
-  d[d_row + n * Gemm::d_col_stride(s)] = SPLITS > 1 ? value : epilogue(bias, n, value);
+  d[d_row + n * Gemm::d_col_stride(s)] = SPLITS > 1 ? value : layer_epilogue(bias, n, value);
 }
 
 #if MATH == 0
@@ -395,16 +379,10 @@ __device__ __forceinline__ void split_reduce(const float* __restrict__ bias, flo
   float sum = 0.f;
 #pragma unroll 4
   for (int z = 0; z < SPLITS; ++z) sum += partials[z * kOutputElements + e];
-  out[e] = PASS == 0 ? epilogue(bias, (e / (P * Q)) % K, sum) : sum;
+  out[e] = PASS == 0 ? layer_epilogue(bias, (e / (P * Q)) % K, sum) : sum;
 }
 
 #if PASS == 0
-#if BIAS
-#define BIAS_PARAM const float* __restrict__ bias,
-#else
-#define BIAS_PARAM
-constexpr const float* bias = nullptr;
-#endif
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     implicit_gemm_kernel(const float* __restrict__ x, const float* __restrict__ filter, BIAS_PARAM float* __restrict__ y,
                          void* workspace) {

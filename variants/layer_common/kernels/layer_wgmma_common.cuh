@@ -3,17 +3,11 @@
 // constants, the swizzled B tiles and their descriptors, the tf32 wgmma's, the filter split, the 3xTF32
 // products of one k-tile and the output store. Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS
 // (0 forward, 1 backward-data, 2 backward-filter), MATH (1 3xTF32, 2 TF32), WGS, BN (64, 128), STAGES,
-// SMEM_BYTES, BIAS and RELU (forward), SPLITS (backward-filter).
+// SMEM_BYTES, BIAS and ACT (forward: layer_epilogue.cuh), SPLITS (backward-filter).
 #pragma once
+#include "layer_epilogue.cuh"
 #include "layer_implicit_gemm_gather.cuh"
 #include "wgmma_tf32.cuh"
-
-#ifndef BIAS
-#define BIAS 0
-#endif
-#ifndef RELU
-#define RELU 0
-#endif
 
 struct DefinedShape {
   static constexpr int n = N, c = C, h = H, w = W, k = K, r = R, s = S, pad_h = PAD_H, pad_w = PAD_W, u = U,
@@ -123,16 +117,6 @@ __device__ __forceinline__ void split_filter(const float* __restrict__ filter, f
   if (MATH == 1) *reinterpret_cast<float*>(block + kBTileBytes + swizzled_offset(n % BN, t % BK)) = x - big;
 }
 
-__device__ __forceinline__ float epilogue(const float* __restrict__ bias, int n, float value) {
-#if BIAS
-  value += bias[n];
-#endif
-#if RELU
-  value = value < 0.f ? 0.f : value;
-#endif
-  return value;
-}
-
 // Accumulator element 4j + 2h + e: row frag_m + 8h, column 8j + 2q + e.
 __device__ __forceinline__ void store_tile(const float (&sum)[kAcc], float* __restrict__ d,
                                            const float* __restrict__ bias, int m_first, int n_first, int q) {
@@ -147,7 +131,7 @@ __device__ __forceinline__ void store_tile(const float (&sum)[kAcc], float* __re
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int n = n_first + 8 * j + 2 * q + e;
-        if (n < kNSize) d[d_row + n * Gemm::d_col_stride(s)] = epilogue(bias, n, sum[4 * j + 2 * h + e]);
+        if (n < kNSize) d[d_row + n * Gemm::d_col_stride(s)] = layer_epilogue(bias, n, sum[4 * j + 2 * h + e]);
       }
   }
 }

@@ -11,7 +11,7 @@
 //     core truncates as it accumulates (measured: as mma.sync does), so long chains drift.
 // Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data), MATH (1, 2),
 // WGS (1, 2, 4), BN (64, 128), STAGES (2..4), SMEM_BYTES (the launch's dynamic shared memory), BIAS and
-// RELU (forward).
+// ACT (forward: layer_epilogue.cuh).
 #include "async_copy.cuh"
 #include "layer_wgmma_common.cuh"
 
@@ -124,12 +124,6 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
 
 // ---- entry points: the operands in the family's order, then the workspace (the split B blocks) ------------
 #if PASS == 0
-#if BIAS
-#define BIAS_PARAM const float* __restrict__ bias,
-#else
-#define BIAS_PARAM
-constexpr const float* bias = nullptr;
-#endif
 extern "C" __global__ void split_filter_kernel(const float* __restrict__ x, const float* __restrict__ filter,
                                                BIAS_PARAM float* __restrict__ y, float* __restrict__ workspace) {
   split_filter<false>(filter, workspace);

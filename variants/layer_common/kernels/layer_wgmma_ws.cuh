@@ -446,12 +446,6 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
 
 // ---- entry points (as layer_wgmma_gemm.cuh) -----------------------------------------------------------------
 #if PASS == 0
-#if BIAS
-#define BIAS_PARAM const float* __restrict__ bias,
-#else
-#define BIAS_PARAM
-constexpr const float* bias = nullptr;
-#endif
 extern "C" __global__ void split_filter_kernel(const float* __restrict__ x, const float* __restrict__ filter,
                                                BIAS_PARAM float* __restrict__ y, float* __restrict__ workspace) {
   split_filter<kRsMajor>(filter, workspace);

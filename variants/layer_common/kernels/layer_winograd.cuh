@@ -8,15 +8,10 @@
 //                            partial sums M[t^2][NCH][co][ci] = E V^T (one batched GEMM of t^2 * NCH), then
 //                            dw = G^T (M summed over the chunks in order) G
 // Defines: the shape (N C H W K R S PAD_H PAD_W U V P Q), PASS (0 forward, 1 backward-data,
-// 2 backward-filter), TILE (m: 2 or 4), THREADS, BIAS and RELU (forward), CHUNK (backward-filter).
+// 2 backward-filter), TILE (m: 2 or 4), THREADS, BIAS and ACT (forward: layer_epilogue.cuh), CHUNK
+// (backward-filter).
+#include "layer_epilogue.cuh"
 #include "layer_winograd_tiles.cuh"
-
-#ifndef BIAS
-#define BIAS 0
-#endif
-#ifndef RELU
-#define RELU 0
-#endif
 
 constexpr int kM = TILE, kT = TILE + 2, kPoints = kT * kT;
 constexpr wino::WinoDims kDims = wino::dims(PASS, kM, C, H, W, K, PAD_H, PAD_W, P, Q);
@@ -55,7 +50,7 @@ winograd_input(const float* __restrict__ in, float* __restrict__ v, int first, i
   for (int x = 0; x < kPoints; ++x) v[(size_t(x) * kDims.ci + ci) * columns + col] = t[x / kT][x % kT];
 }
 
-// The m x m outputs of every (co, column): A^T M A, then the forward pass's bias and ReLU; blocks that
+// The m x m outputs of every (co, column): A^T M A, then the forward pass's epilogue; blocks that
 // reach past the output's edge write only their inside part.
 extern "C" __global__ void __launch_bounds__(THREADS)
 winograd_output(const float* __restrict__ m, const float* __restrict__ bias, float* __restrict__ out, int first,
@@ -76,14 +71,7 @@ winograd_output(const float* __restrict__ m, const float* __restrict__ bias, flo
 #pragma unroll
     for (int j = 0; j < kM; ++j) {
       if (y0 + i >= kDims.oh || x0 + j >= kDims.ow) continue;
-      float value = y[i][j];
-#if BIAS
-      value += __ldg(bias + co);
-#endif
-#if RELU
-      value = value < 0.f ? 0.f : value;
-#endif
-      plane[(y0 + i) * kDims.ow + x0 + j] = value;
+      plane[(y0 + i) * kDims.ow + x0 + j] = layer_epilogue(bias, co, y[i][j]);
     }
 }
 #else

@@ -1,8 +1,16 @@
 // A layer_fwd plug-in as `convtune new-variant layer_fwd <name>` writes it: one thread per output (grid-stride),
 // NCHW, cross-correlation with zero padding (the family's convention, cuDNN's):
-//   y[n,k,p,q] = sum over c, i, j of x[n,c,p*U-PAD_H+i,q*V-PAD_W+j] * filter[k,c,i,j], then ReLU if RELU.
+//   y[n,k,p,q] = sum over c, i, j of x[n,c,p*U-PAD_H+i,q*V-PAD_W+j] * filter[k,c,i,j], then the activation
+// ACT (the family's dim relu: 0 none, 1 ReLU, 2 sigmoid, 3 tanh).
 // No bias: the manifest refuses bias = 1 (to add it, list the "bias" operand before "y" and add bias[k]).
-// Compile-time, from the manifest's "defines": R, S, PAD_H, PAD_W, U, V, RELU, THREADS.
+// Compile-time, from the manifest's "defines": R, S, PAD_H, PAD_W, U, V, ACT, THREADS.
+
+__device__ __forceinline__ float activation(float v) {
+  if (ACT == 1) return v < 0.0f ? 0.0f : v;
+  if (ACT == 2) return 1.0f / (1.0f + expf(-v));
+  if (ACT == 3) return tanhf(v);
+  return v;
+}
 
 // Arguments: the family's operands in its order (x, filter, y), then the manifest's "scalars" (n, c, h, w, k, p, q).
 extern "C" __global__ void __launch_bounds__(THREADS)
@@ -27,6 +35,6 @@ layer_fwd_plugin(const float* __restrict__ x, const float* __restrict__ filter, 
         }
       }
     }
-    y[o] = RELU ? fmaxf(acc, 0.0f) : acc;
+    y[o] = activation(acc);
   }
 }
