@@ -3,10 +3,11 @@
 Two copies of ResNet-18 (torchvision's when it is installed, else the definition below) start from the same
 weights; in one every torch.nn.Conv2d is replaced by convtune.nn.Conv2d (state_dict kept). Both train on the
 same synthetic batches (one seed) with SGD, strict fp32 (no TF32 anywhere). Reports the loss of both at a few
-steps and their largest relative difference over all steps, the median step time of each after a warm-up
-(which absorbs first-use compiling and tuning, reported apart), and the convolutions alone: every distinct
-conv shape of the network at this batch, counted, its forward, backward-data and backward-filter timed with
-CUDA events for ours and for PyTorch's cuDNN, totalled with the counts as weights.
+steps and their largest relative difference over all steps; the median step time of each after a warm-up,
+which absorbs first-use compiling and tuning (reported apart, as is the time of compiling the kernels ahead in
+parallel processes); and the convolutions alone: every distinct conv shape of the network at this batch,
+counted, its forward, backward-data and backward-filter timed with CUDA events for ours and for PyTorch's
+cuDNN, totalled with the counts as weights.
 
 fp32 training drifts apart from any change in rounding, so a third copy trains in float64 PyTorch (unless
 --no-float64) as the yardstick. Exit status 1 when the weights did not start equal, a loss is not finite, or
@@ -17,6 +18,7 @@ import argparse
 import copy
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -45,6 +47,9 @@ def parse_args(argv=None):
                         help="no first-use tuning: unmeasured shapes take the table's rule (use_table(tune_unseen=False))")
     parser.add_argument("--no-float64", action="store_true",
                         help="skip the float64 PyTorch run that measures how far each fp32 run strays")
+    parser.add_argument("--prepare-workers", type=int, default=min(8, os.cpu_count() or 1),
+                        help="processes that compile the network's kernels (and first-use tuning's candidates) "
+                             "ahead, in parallel, into the kernel cache (0: none; default min(8, cores))")
     parser.add_argument("--quick", action="store_true", help="a smaller run: 12 steps, 3 warm-up, 3 samples")
     parser.add_argument("--json", default="convtune_train_check.json", help="where to write the results")
     args = parser.parse_args(argv)
@@ -55,6 +60,8 @@ def parse_args(argv=None):
     for name in ("steps", "batch", "samples"):
         if getattr(args, name) < 1:
             parser.error(f"--{name}: {getattr(args, name)}; allowed: 1 or more")
+    if args.prepare_workers < 0:
+        parser.error(f"--prepare-workers: {args.prepare_workers}; allowed: 0 or more")
     if not 0 <= args.warmup < args.steps:
         parser.error(f"--warmup: {args.warmup}; allowed: 0 to --steps - 1 ({args.steps - 1}), so that a step is timed")
     if not args.tolerance > 0:
@@ -161,6 +168,54 @@ def conv_shapes(torch, model, batch):
     return shapes
 
 
+def layer_problems(shapes):
+    """The convtune problems (family, dims) that training the network runs: each shape's forward, its
+    backward-data where its input needs a gradient, and its backward-filter."""
+    from .nn.functional import _layer_dims
+    problems = []
+    for x_shape, w_shape, stride, padding, input_grad in shapes:
+        dims = _layer_dims(x_shape, w_shape, stride, padding)
+        problems.append(("layer_fwd", dict(dims, bias=0, relu=0)))
+        if input_grad:
+            problems.append(("layer_bwd_data", dims))
+        problems.append(("layer_bwd_filter", dims))
+    return problems
+
+
+def _prepare(problems, device, tune):
+    """In a worker process: makes each problem's Convolution, which compiles its kernel (and first-use
+    tuning's candidates) into the kernel cache on disk; the errors, as text (the run meets them again)."""
+    import convtune
+    from convtune import _dispatch
+    if not tune:
+        convtune.use_table(None, tune_unseen=False)
+    failures = []
+    for family, dims in problems:
+        try:
+            _dispatch.convolution(family, dims, device, {})
+        except Exception as e:  # noqa: BLE001 (reported, and met again where it counts)
+            failures.append(f"{family} {dims}: {e}")
+    return failures
+
+
+def prepare_in_parallel(problems, device, workers, tune):
+    """Compiles what the problems need in `workers` processes at once (one process compiles one kernel at a
+    time, and a cold kernel cache makes the first training step wait for dozens). Returns (seconds, notes)."""
+    if workers < 1 or not problems:
+        return 0.0, []
+    import concurrent.futures
+    import multiprocessing
+    start = time.perf_counter()
+    chunks = [problems[i::workers] for i in range(min(workers, len(problems)))]
+    try:
+        with concurrent.futures.ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("spawn")) as pool:
+            notes = [f for failed in pool.map(_prepare, chunks, [device] * len(chunks), [tune] * len(chunks))
+                     for f in failed]
+    except Exception as e:  # noqa: BLE001 (the run compiles what is missing itself, only slower)
+        notes = [f"compiling ahead failed, the first steps compile instead: {e}"]
+    return time.perf_counter() - start, notes
+
+
 def _batch(torch, seed, step, batch):
     g = torch.Generator(device="cuda").manual_seed(seed * 1_000_003 + step)
     images = torch.randn(batch, 3, 224, 224, device="cuda", generator=g)
@@ -261,6 +316,12 @@ def main(argv=None):
     float64 = None if args.no_float64 else copy.deepcopy(reference).double()  # before any training step
     results = {}
     for name, model in (("torch", reference), ("convtune", ours)):
+        if name == "convtune":
+            prepare_s, notes = prepare_in_parallel(layer_problems(shapes), torch.cuda.current_device(),
+                                                   args.prepare_workers, not args.no_tune)
+            print(f"convtune: kernels compiled ahead in {prepare_s:.1f} s ({args.prepare_workers} processes)", flush=True)
+            for note in notes[:3] + ([f"... and {len(notes) - 3} more"] if len(notes) > 3 else []):
+                print(f"  note: {note}", flush=True)
         losses, seconds = train(torch, model, args)
         results[name] = {"losses": losses, "step_s": seconds, "warmup_s": sum(seconds[:args.warmup]),
                          "median_step_ms": statistics.median(seconds[args.warmup:]) * 1e3}
@@ -311,6 +372,7 @@ def main(argv=None):
                    "identical_start": same_start, "batch": args.batch, "steps": args.steps, "warmup": args.warmup,
                    "lr": args.lr, "seed": args.seed, "tolerance": args.tolerance,
                    "cudnn_benchmark": args.cudnn_benchmark, "first_use_tuning": not args.no_tune,
+                   "compiled_ahead_s": prepare_s, "prepare_workers": args.prepare_workers,
                    "max_relative_loss_difference": difference, "agree": agree,
                    "max_relative_difference_from_float64": from_float64, "passed": passed,
                    "loss_at": {str(s): {"torch": results["torch"]["losses"][s - 1],

@@ -331,7 +331,8 @@ def test_train_check_arguments():
     assert (full.steps, full.batch, full.warmup, full.samples) == (50, 32, 5, 10)
     assert (quick.steps, quick.batch, quick.warmup, quick.samples) == (12, 32, 3, 3)
     assert train_check.parse_args(["--quick", "--steps", "20", "--batch", "8"]).steps == 20
-    for bad in (["--steps", "5", "--warmup", "5"], ["--batch", "0"], ["--tolerance", "0"]):
+    assert train_check.parse_args(["--prepare-workers", "0"]).prepare_workers == 0
+    for bad in (["--steps", "5", "--warmup", "5"], ["--batch", "0"], ["--tolerance", "0"], ["--prepare-workers", "-1"]):
         with pytest.raises(SystemExit):
             train_check.parse_args(bad)
 
