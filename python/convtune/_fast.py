@@ -33,7 +33,7 @@ def call(tag, extra, args, out):
         out_ptr = pointer(out)
         end = out_ptr + ready.out_bytes
         for ptr, nbytes in zip(inputs, ready.in_bytes):
-            if ptr < end and out_ptr < ptr + nbytes:  # rare: let the checked path's words say it
+            if ptr < end and out_ptr < ptr + nbytes:  # rare: check_apart raises, naming the input
                 _arrays.check_apart(out_ptr, ready.out_bytes, list(zip(ready.names, inputs, ready.in_bytes)))
     ready.conv.bind_run(inputs, out_ptr, kind.stream(ready.device))
     return out
