@@ -1,8 +1,12 @@
-"""Timing shared by python -m convtune.bench and python -m convtune.train_check: CUDA-event medians, and a
-convolution layer's three passes (forward, backward-data, backward-filter), ours and PyTorch's."""
+"""Timing shared by python -m convtune.bench and python -m convtune.train_check: CUDA-event medians, a
+convolution layer's three passes (forward, backward-data, backward-filter), ours and PyTorch's, and the
+compiling of what a run will need ahead, in parallel processes."""
+import os
 import statistics
+import time
 
 PASSES = ("forward", "backward-data", "backward-filter")
+DEFAULT_WORKERS = min(8, os.cpu_count() or 1)
 
 
 def strict_fp32(torch):
@@ -52,3 +56,37 @@ def output_hw(h, w, r, s, stride, padding):
     su, sv = (stride, stride) if isinstance(stride, int) else stride
     ph, pw = (padding, padding) if isinstance(padding, int) else padding
     return (h + 2 * ph - r) // su + 1, (w + 2 * pw - s) // sv + 1
+
+
+def _prepare(problems, device, tune):
+    """In a worker process: makes each problem's Convolution, which compiles its kernel (and first-use
+    tuning's candidates) into the kernel cache on disk; the errors, as text (the run meets them again)."""
+    import convtune
+    from convtune import _dispatch
+    if not tune:
+        convtune.use_table(None, tune_unseen=False)
+    failures = []
+    for family, dims in problems:
+        try:
+            _dispatch.convolution(family, dims, device, {})
+        except Exception as e:  # noqa: BLE001 (reported, and met again where it counts)
+            failures.append(f"{family} {dims}: {e}")
+    return failures
+
+
+def prepare_in_parallel(problems, device, workers, tune):
+    """Compiles what the problems need in `workers` processes at once (one process compiles one kernel at a
+    time, and a cold kernel cache makes the first training step wait for dozens). Returns (seconds, notes)."""
+    if workers < 1 or not problems:
+        return 0.0, []
+    import concurrent.futures
+    import multiprocessing
+    start = time.perf_counter()
+    chunks = [problems[i::workers] for i in range(min(workers, len(problems)))]
+    try:
+        with concurrent.futures.ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("spawn")) as pool:
+            notes = [f for failed in pool.map(_prepare, chunks, [device] * len(chunks), [tune] * len(chunks))
+                     for f in failed]
+    except Exception as e:  # noqa: BLE001 (the run compiles what is missing itself, only slower)
+        notes = [f"compiling ahead failed, the first steps compile instead: {e}"]
+    return time.perf_counter() - start, notes

@@ -14,7 +14,8 @@ import statistics
 import sys
 import time
 
-from ._timing import PASSES, layer_passes, median_ms, output_hw, strict_fp32
+from ._layers import layer_problems
+from ._timing import DEFAULT_WORKERS, PASSES, layer_passes, median_ms, output_hw, prepare_in_parallel, strict_fp32
 
 OVERHEAD_GOAL_US = 5.0  # issue 36: a Python call costs at most this over the C++ runtime's
 
@@ -26,7 +27,8 @@ def _cases(torch, cp, quick):
     g = torch.Generator(device="cuda").manual_seed(36)
     rand = lambda *s: torch.randn(*s, device="cuda", generator=g)
     cases = []
-    for size, r in ([(2048, 3)] if quick else [(8192, 3), (2048, 3), (512, 3), (2048, 1), (2048, 7)]):
+    images, taps, layers = _shapes(quick)
+    for size, r in images:
         img, f = rand(size, size), rand(2 * r + 1, 2 * r + 1)
         libs = {"torch conv2d": lambda img=img, f=f: F.conv2d(img[None, None], f[None, None], padding=f.shape[0] // 2)}
         if cp is not None:
@@ -34,8 +36,8 @@ def _cases(torch, cp, quick):
             from cupyx.scipy import ndimage
             libs["cupyx.ndimage.correlate"] = lambda ci=ci, cf=cf: ndimage.correlate(ci, cf, mode="constant")
         cases.append((f"conv2d {size}^2 r={r}", lambda img=img, f=f: convtune.conv2d(img, f), libs))
-    for m in ([129] if quick else [17, 129, 1025, 8193]):
-        x, h = rand(1 << 24), rand(m)
+    for m in taps:
+        x, h = rand(SIGNAL), rand(m)
         libs = {"torch conv1d": lambda x=x, h=h: F.conv1d(x[None, None], h.flip(0)[None, None], padding=h.shape[0] - 1)}
         if cp is not None:
             from cupyx.scipy import signal
@@ -43,7 +45,7 @@ def _cases(torch, cp, quick):
             libs["cupyx oaconvolve"] = lambda cx=cx, ch=ch: signal.oaconvolve(cx, ch)
             libs["cupyx fftconvolve"] = lambda cx=cx, ch=ch: signal.fftconvolve(cx, ch)
         cases.append((f"conv1d full n=2^24 m={m}", lambda x=x, h=h: convtune.conv1d(x, h), libs))
-    for n, c, hw, k, r, stride in LAYERS[:1] if quick else LAYERS:
+    for n, c, hw, k, r, stride in layers:
         x, w = rand(n, c, hw, hw), rand(k, c, r, r)
         p, q = output_hw(hw, hw, r, r, stride, r // 2)
         passes = layer_passes(torch, x, w, rand(n, k, p, q), stride, r // 2)
@@ -53,9 +55,26 @@ def _cases(torch, cp, quick):
     return cases
 
 
-# ResNet's layers (n, c, h = w, k, r = s, stride): the quick run takes the first.
-LAYERS = [(32, 64, 56, 64, 3, 1), (32, 3, 224, 64, 7, 2), (32, 128, 28, 128, 3, 1), (32, 256, 14, 256, 3, 1),
+# The shapes: conv2d images (size, r), conv1d filter lengths (n = 2^24), ResNet's layers (n, c, h = w, k,
+# r = s, stride); the quick run takes one of each.
+IMAGES = [(8192, 3), (2048, 3), (512, 3), (2048, 1), (2048, 7)]
+TAPS = [17, 129, 1025, 8193]
+LAYERS = [(32, 3, 224, 64, 7, 2), (32, 64, 56, 64, 3, 1), (32, 128, 28, 128, 3, 1), (32, 256, 14, 256, 3, 1),
           (32, 512, 7, 512, 3, 1)]
+SIGNAL = 1 << 24
+
+
+def _shapes(quick):
+    return ([IMAGES[1]], [TAPS[1]], [LAYERS[1]]) if quick else (IMAGES, TAPS, LAYERS)
+
+
+def problems(quick):
+    """The convtune problems (family, dims) the benchmark runs, for compiling them ahead."""
+    images, taps, layers = _shapes(quick)
+    return ([("conv2d", {"h": size, "w": size, "r": r}) for size, r in images] +
+            [("conv1d", {"n": SIGNAL, "m": m, "mode": 1}) for m in taps] +
+            layer_problems([((n, c, hw, hw), (k, c, r, r), (stride, stride), (r // 2, r // 2), True)
+                            for n, c, hw, k, r, stride in layers]))
 
 
 def bench(args):
@@ -65,6 +84,10 @@ def bench(args):
         import cupy as cp
     except ImportError:
         cp = None
+    prepare_s, notes = prepare_in_parallel(problems(args.quick), torch.cuda.current_device(), args.prepare_workers, True)
+    print(f"kernels compiled ahead in {prepare_s:.1f} s ({args.prepare_workers} processes)", flush=True)
+    for note in notes[:3] + ([f"... and {len(notes) - 3} more"] if len(notes) > 3 else []):
+        print(f"  note: {note}", flush=True)
     rows = []
     print(f"{'problem':48} {'convtune ms':>12} {'best library':>24} {'ms':>9} {'speed-up':>9}")
     for name, ours, libs in _cases(torch, cp, args.quick):
@@ -75,7 +98,8 @@ def bench(args):
                      "speedup": lib_ms[best] / ours_ms})
         print(f"{name:48} {ours_ms:12.4f} {best:>24} {lib_ms[best]:9.4f} {lib_ms[best] / ours_ms:8.2f}x", flush=True)
     with open(args.json, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "samples": args.samples, "rows": rows}, f, indent=1)
+        json.dump({"device": torch.cuda.get_device_name(), "samples": args.samples, "compiled_ahead_s": prepare_s,
+                   "rows": rows}, f, indent=1)
     return 0
 
 
@@ -249,12 +273,17 @@ def parse_args(argv=None):
     parser.add_argument("--size", type=int, default=512, help="--overhead: the image's height and width")
     parser.add_argument("--calls", type=int, default=400, help="--overhead: calls in one timed loop")
     parser.add_argument("--repeats", type=int, default=20, help="--overhead: timed loops (the median is kept)")
+    parser.add_argument("--prepare-workers", type=int, default=DEFAULT_WORKERS,
+                        help="processes that compile the benchmark's kernels (and first-use tuning's candidates) "
+                             "ahead, in parallel, into the kernel cache (0: none; default min(8, cores))")
     parser.add_argument("--json", default=None,
                         help="where to write the results (convtune_bench.json; with --overhead convtune_overhead.json)")
     args = parser.parse_args(argv)
     for name in ("samples", "size", "calls", "repeats"):
         if getattr(args, name) < 1:
             parser.error(f"--{name}: {getattr(args, name)}; allowed: 1 or more")
+    if args.prepare_workers < 0:
+        parser.error(f"--prepare-workers: {args.prepare_workers}; allowed: 0 or more")
     if args.json is None:
         args.json = "convtune_overhead.json" if args.overhead else "convtune_bench.json"
     return args

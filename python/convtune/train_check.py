@@ -18,12 +18,12 @@ import argparse
 import copy
 import json
 import math
-import os
 import statistics
 import sys
 import time
 
-from ._timing import PASSES, layer_passes, median_ms, output_hw, strict_fp32
+from ._layers import layer_problems
+from ._timing import DEFAULT_WORKERS, PASSES, layer_passes, median_ms, output_hw, prepare_in_parallel, strict_fp32
 
 REPORTED_STEPS = (1, 10, 25, 50)
 
@@ -47,7 +47,7 @@ def parse_args(argv=None):
                         help="no first-use tuning: unmeasured shapes take the table's rule (use_table(tune_unseen=False))")
     parser.add_argument("--no-float64", action="store_true",
                         help="skip the float64 PyTorch run that measures how far each fp32 run strays")
-    parser.add_argument("--prepare-workers", type=int, default=min(8, os.cpu_count() or 1),
+    parser.add_argument("--prepare-workers", type=int, default=DEFAULT_WORKERS,
                         help="processes that compile the network's kernels (and first-use tuning's candidates) "
                              "ahead, in parallel, into the kernel cache (0: none; default min(8, cores))")
     parser.add_argument("--quick", action="store_true", help="a smaller run: 12 steps, 3 warm-up, 3 samples")
@@ -166,54 +166,6 @@ def conv_shapes(torch, model, batch):
         for h in handles:
             h.remove()
     return shapes
-
-
-def layer_problems(shapes):
-    """The convtune problems (family, dims) that training the network runs: each shape's forward, its
-    backward-data where its input needs a gradient, and its backward-filter."""
-    from .nn.functional import _layer_dims
-    problems = []
-    for x_shape, w_shape, stride, padding, input_grad in shapes:
-        dims = _layer_dims(x_shape, w_shape, stride, padding)
-        problems.append(("layer_fwd", dict(dims, bias=0, relu=0)))
-        if input_grad:
-            problems.append(("layer_bwd_data", dims))
-        problems.append(("layer_bwd_filter", dims))
-    return problems
-
-
-def _prepare(problems, device, tune):
-    """In a worker process: makes each problem's Convolution, which compiles its kernel (and first-use
-    tuning's candidates) into the kernel cache on disk; the errors, as text (the run meets them again)."""
-    import convtune
-    from convtune import _dispatch
-    if not tune:
-        convtune.use_table(None, tune_unseen=False)
-    failures = []
-    for family, dims in problems:
-        try:
-            _dispatch.convolution(family, dims, device, {})
-        except Exception as e:  # noqa: BLE001 (reported, and met again where it counts)
-            failures.append(f"{family} {dims}: {e}")
-    return failures
-
-
-def prepare_in_parallel(problems, device, workers, tune):
-    """Compiles what the problems need in `workers` processes at once (one process compiles one kernel at a
-    time, and a cold kernel cache makes the first training step wait for dozens). Returns (seconds, notes)."""
-    if workers < 1 or not problems:
-        return 0.0, []
-    import concurrent.futures
-    import multiprocessing
-    start = time.perf_counter()
-    chunks = [problems[i::workers] for i in range(min(workers, len(problems)))]
-    try:
-        with concurrent.futures.ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("spawn")) as pool:
-            notes = [f for failed in pool.map(_prepare, chunks, [device] * len(chunks), [tune] * len(chunks))
-                     for f in failed]
-    except Exception as e:  # noqa: BLE001 (the run compiles what is missing itself, only slower)
-        notes = [f"compiling ahead failed, the first steps compile instead: {e}"]
-    return time.perf_counter() - start, notes
 
 
 def _batch(torch, seed, step, batch):

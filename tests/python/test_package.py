@@ -321,8 +321,23 @@ def test_bench_arguments():
     assert (overhead.overhead, overhead.json, overhead.size, overhead.calls, overhead.repeats) == (
         True, "convtune_overhead.json", 512, 400, 20)
     assert bench.parse_args(["--overhead", "--json", "x.json"]).json == "x.json"
-    with pytest.raises(SystemExit):
-        bench.parse_args(["--overhead", "--calls", "0"])
+    assert bench.parse_args(["--prepare-workers", "0"]).prepare_workers == 0
+    for bad in (["--overhead", "--calls", "0"], ["--prepare-workers", "-2"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(bad)
+
+
+def test_the_benchmark_compiles_ahead_what_it_runs():
+    from convtune import bench
+    quick = bench.problems(True)
+    assert [family for family, _ in quick] == ["conv2d", "conv1d", "layer_fwd", "layer_bwd_data", "layer_bwd_filter"]
+    assert quick[0][1] == {"h": 2048, "w": 2048, "r": 3} and quick[1][1] == {"n": 1 << 24, "m": 129, "mode": 1}
+    assert len(bench.problems(False)) == 5 + 4 + 3 * 5
+    from convtune._layers import layer_problems
+    first_layer = layer_problems([((2, 3, 8, 8), (4, 3, 3, 3), (2, 2), (1, 1), False)])  # its input needs no gradient
+    assert [family for family, _ in first_layer] == ["layer_fwd", "layer_bwd_filter"]
+    assert first_layer[1][1] == {"n": 2, "c": 3, "h": 8, "w": 8, "k": 4, "r": 3, "s": 3, "pad_h": 1, "pad_w": 1,
+                                 "u": 2, "v": 2, "precision": 0}
 
 
 def test_train_check_arguments():
