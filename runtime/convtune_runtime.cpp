@@ -63,6 +63,7 @@ struct Convolution::Impl {
     std::unique_ptr<convtune::Plan> plan;
   };
   std::vector<Rival> rivals;
+  convtune::Operands ops;  // the last bind's, reused so that a bind allocates nothing
   bool bound = false;
 
   void init(const std::string& path, const std::string& family, const std::map<std::string, int64_t>& dims,
@@ -248,23 +249,23 @@ const std::string& Convolution::table() const { return impl_->table; }
 
 void Convolution::bind(const std::vector<const float*>& inputs, float* output, cudaStream_t s) {
   Impl& m = *impl_;
-  const std::string where = "convtune_runtime::Convolution::bind(" + m.problem.key() + ")";
+  // Built only for a refusal: the Python package binds on every call, so the common path allocates nothing.
+  const auto where = [&m] { return "convtune_runtime::Convolution::bind(" + m.problem.key() + ")"; };
   if (inputs.size() + 1 != m.operands.size()) {
     std::string names;
     for (size_t i = 0; i + 1 < m.operands.size(); ++i) names += (i ? ", " : "") + m.operands[i].name;
-    throw std::runtime_error(where + ": " + std::to_string(inputs.size()) + " inputs given, " +
+    throw std::runtime_error(where() + ": " + std::to_string(inputs.size()) + " inputs given, " +
                              std::to_string(m.operands.size() - 1) + " expected (" + names + ")");
   }
-  convtune::Operands ops;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i]) throw std::runtime_error(where + ": null " + m.operands[i].name);
-    ops.data.push_back(const_cast<float*>(inputs[i]));  // inputs are only read
-  }
-  if (!output) throw std::runtime_error(where + ": null " + m.operands.back().name);
-  ops.data.push_back(output);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i]) throw std::runtime_error(where() + ": null " + m.operands[i].name);
+  if (!output) throw std::runtime_error(where() + ": null " + m.operands.back().name);
+  m.ops.data.clear();  // keeps its capacity from the last bind
+  for (const float* p : inputs) m.ops.data.push_back(const_cast<float*>(p));  // inputs are only read
+  m.ops.data.push_back(output);
   m.bound = false;
-  m.plan->bind(ops, s);
-  if (!m.rivals.empty()) m.tune(ops, s);
+  m.plan->bind(m.ops, s);
+  if (!m.rivals.empty()) m.tune(m.ops, s);
   m.bound = true;
 }
 

@@ -31,10 +31,11 @@ def _planners():
     global _PLANNERS
     if _PLANNERS is None:
         from . import _functions as f
-        _PLANNERS = {conv2d: lambda *a, **k: [f.plan_conv2d(*a, **k)],
-                     conv1d: lambda *a, **k: [f.plan_conv1d(*a, **k)],
-                     conv1d_slice: lambda *a, **k: [f.plan_conv1d_slice(*a, **k)],
-                     sep_conv2d: lambda *a, **k: [f.plan_sep_conv2d(*a, **k)]}
+        # out= changes where the result goes, not what runs
+        _PLANNERS = {conv2d: lambda *a, out=None, **k: [f.plan_conv2d(*a, **k)],
+                     conv1d: lambda *a, out=None, **k: [f.plan_conv1d(*a, **k)],
+                     conv1d_slice: lambda *a, out=None, **k: [f.plan_conv1d_slice(*a, **k)],
+                     sep_conv2d: lambda *a, out=None, **k: [f.plan_sep_conv2d(*a, **k)]}
     return _PLANNERS
 
 

@@ -5,6 +5,7 @@ run in the order kind, device, dtype, layout; shapes are the calling function's 
 the argument and what is allowed: TypeError for the kind, device and dtype, ValueError for layout and
 shape.
 """
+import operator
 from dataclasses import dataclass
 from typing import Any, Tuple
 
@@ -18,6 +19,13 @@ class DeviceArray:
     device: int  # CUDA ordinal
     shape: Tuple[int, ...]
     ptr: int
+    name: str = ""  # the argument it was passed as
+
+    def nbytes(self):
+        count = 4
+        for extent in self.shape:
+            count *= extent
+        return count
 
 
 def check_properties(name, kind, on_cuda, where, dtype, contiguous, float32_name):
@@ -54,7 +62,7 @@ def _torch_array(t, name):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name}: a {type(t).__name__}; allowed: {ALLOWED}")
     check_properties(name, "torch", t.is_cuda, t.device, t.dtype, t.is_contiguous(), "torch.float32")
-    return DeviceArray(t, "torch", t.device.index, tuple(t.shape), t.data_ptr())
+    return DeviceArray(t, "torch", t.device.index, tuple(t.shape), t.data_ptr(), name)
 
 
 def _cupy_array(a, name):
@@ -62,7 +70,7 @@ def _cupy_array(a, name):
     if not isinstance(a, cupy.ndarray):
         raise TypeError(f"{name}: a {type(a).__name__}; allowed: {ALLOWED}")
     check_properties(name, "cupy", True, a.device, a.dtype, a.flags.c_contiguous, "float32")
-    return DeviceArray(a, "cupy", a.device.id, tuple(a.shape), a.data.ptr)
+    return DeviceArray(a, "cupy", a.device.id, tuple(a.shape), a.data.ptr, name)
 
 
 def _jax_array(a, name):
@@ -74,7 +82,8 @@ def _jax_array(a, name):
     check_properties(name, "jax", dev.platform in ("gpu", "cuda"), dev, a.dtype, True, "float32")
     a.block_until_ready()  # JAX gives no stream to order against: its work on a is finished first
     ordinal = getattr(dev, "local_hardware_id", None)
-    return DeviceArray(a, "jax", dev.id if ordinal is None else ordinal, tuple(a.shape), a.unsafe_buffer_pointer())
+    return DeviceArray(a, "jax", dev.id if ordinal is None else ordinal, tuple(a.shape), a.unsafe_buffer_pointer(),
+                       name)
 
 
 def same_kind_and_device(arrays):
@@ -92,30 +101,114 @@ def same_kind_and_device(arrays):
 def stream_of(a):
     """The caller's current stream on a's device, as an integer handle (JAX: the legacy default stream,
     synchronized after the call, since JAX exposes none)."""
-    if a.kind == "torch":
-        import torch
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        return raw(a.device) if raw else torch.cuda.current_stream(a.device).cuda_stream
-    if a.kind == "cupy":
-        import cupy
-        with cupy.cuda.Device(a.device):
-            return cupy.cuda.get_current_stream().ptr
+    if a.kind in ("torch", "cupy"):
+        return kind_of(a.obj).stream(a.device)
     return 0
 
 
 def empty(like, shape):
     """An uninitialised float32 array of like's kind on like's device, and its pointer."""
-    if like.kind == "torch":
-        import torch
-        out = torch.empty(shape, dtype=torch.float32, device=like.obj.device)
-        return out, out.data_ptr()
-    if like.kind == "cupy":
-        import cupy
-        with cupy.cuda.Device(like.device):
-            out = cupy.empty(shape, dtype=cupy.float32)
-        return out, out.data.ptr
+    if like.kind in ("torch", "cupy"):
+        kind = kind_of(like.obj)
+        out = kind.new(kind.device_handle(like.obj), shape)
+        return out, kind.pointer(out)
     import jax.numpy as jnp
     # A fresh buffer nothing else holds, written once before it is returned (JAX treats arrays as immutable).
     out = jnp.zeros(shape, dtype=jnp.float32, device=list(like.obj.devices())[0])
     out.block_until_ready()
     return out, out.unsafe_buffer_pointer()
+
+
+def output_array(out, inputs, shape):
+    """out= checked as the result's destination: a DeviceArray of the inputs' kind and device, float32,
+    C-contiguous, of the result's shape, sharing no memory with an input; TypeError/ValueError naming `out`."""
+    o = device_array(out, "out")
+    if o.kind == "jax":
+        raise TypeError("out: a JAX array; allowed: a CuPy or PyTorch array (JAX arrays are immutable: "
+                        "leave out= out and take the returned array)")
+    same_kind_and_device([(inputs[0].name, inputs[0]), ("out", o)])
+    if tuple(o.shape) != tuple(shape):
+        raise ValueError(f"out: shape {tuple(o.shape)}; allowed: {tuple(shape)}, the result's shape")
+    check_apart(o.ptr, o.nbytes(), [(a.name, a.ptr, a.nbytes()) for a in inputs])
+    return o
+
+
+def check_apart(out_ptr, out_bytes, inputs):
+    """ValueError when [out_ptr, out_ptr + out_bytes) overlaps an input's bytes: the kernels read the inputs
+    while they write the output. inputs: (name, pointer, bytes)."""
+    for name, ptr, nbytes in inputs:
+        if out_bytes and nbytes and ptr < out_ptr + out_bytes and out_ptr < ptr + nbytes:
+            raise ValueError(f"out: shares memory with {name}; allowed: an array apart from the inputs")
+
+
+# The fast path's view of a kind (convtune._fast): what a checked call already established is keyed by
+# `signature`, which holds every property the checks above read, so that an equal signature passes them.
+class _TorchKind:
+    name = "torch"
+
+    def __init__(self):
+        import torch
+        self._empty, self._float32 = torch.empty, torch.float32
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self.stream = raw if raw else (lambda device: torch.cuda.current_stream(device).cuda_stream)
+        self.pointer = torch.Tensor.data_ptr
+
+    @staticmethod
+    def signature(t):
+        return (type(t), t.dtype, t.shape, t.device, t.is_contiguous())
+
+    @staticmethod
+    def device_handle(t):  # what new() takes
+        return t.device
+
+    def new(self, device, shape):
+        return self._empty(shape, dtype=self._float32, device=device)
+
+
+class _CupyKind:
+    name = "cupy"
+    pointer = operator.attrgetter("data.ptr")
+
+    def __init__(self):
+        import cupy
+        self._cupy = cupy
+        self._get_device = cupy.cuda.runtime.getDevice
+        try:  # CuPy >= 11 takes the device; older ones take the current device only
+            cupy.cuda.get_current_stream(self._get_device())
+            self._stream_of = lambda device: cupy.cuda.get_current_stream(device).ptr
+        except TypeError:
+            self._stream_of = self._stream_within
+        self.stream = self._stream_of
+
+    def _stream_within(self, device):
+        with self._cupy.cuda.Device(device):
+            return self._cupy.cuda.get_current_stream().ptr
+
+    @staticmethod
+    def signature(a):  # the slots behind a.device.id and a.flags.c_contiguous, read without making objects
+        return (type(a), a.dtype, a.shape, a.data.device_id, a._c_contiguous)
+
+    @staticmethod
+    def device_handle(a):
+        return a.device.id
+
+    def new(self, device, shape):
+        if self._get_device() == device:
+            return self._cupy.empty(shape, dtype=self._cupy.float32)
+        with self._cupy.cuda.Device(device):
+            return self._cupy.empty(shape, dtype=self._cupy.float32)
+
+
+_KIND_MAKERS = {"torch": _TorchKind, "cupy": _CupyKind}
+_kinds = {}  # kind name -> its _TorchKind/_CupyKind, made at first use (they import the framework)
+
+
+def kind_of(obj):
+    """The fast-path helper of obj's kind ("torch" or "cupy"); None for JAX and anything else."""
+    root = type(obj).__module__.split(".")[0]
+    if root not in _KIND_MAKERS:
+        return None
+    kind = _kinds.get(root)
+    if kind is None:
+        kind = _kinds[root] = _KIND_MAKERS[root]()
+    return kind

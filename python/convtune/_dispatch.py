@@ -30,6 +30,9 @@ class _Settings:
 
 _settings = _Settings()
 _cache: Dict[tuple, "_Entry"] = {}
+# convtune._fast's calls that passed every check, keyed by their arguments' properties: made from _cache's
+# entries, so forgotten with them.
+fast_calls: Dict[tuple, object] = {}
 
 
 def default_table():
@@ -62,6 +65,7 @@ def use_table(path=None, *, tune_unseen=True, other_gpu_ok=False):
     _settings.other_gpu_ok = bool(other_gpu_ok)
     _settings.table_digest = ""
     _cache.clear()
+    fast_calls.clear()
     return previous
 
 

@@ -1,11 +1,12 @@
 """convtune.conv2d, conv1d, conv1d_slice, sep_conv2d: SciPy-shaped calls on CuPy, PyTorch or JAX arrays.
 
 Each public function is a planner (arguments -> a _Call: the problem, its Convolution, its operands) and
-the call's run, so that convtune.explain() sees exactly what a call would run.
+the call's run, so that convtune.explain() sees exactly what a call would run. A call whose arguments match
+an earlier checked one in every checked property takes the fast path (convtune._fast) instead.
 """
 import operator
 
-from . import _arrays, _dispatch
+from . import _arrays, _dispatch, _fast
 from ._ext import ext
 
 
@@ -18,8 +19,12 @@ class _Call:
         self.inputs = inputs
         self.out_shape = out_shape
 
-    def run(self):
-        out, out_ptr = _arrays.empty(self.like, self.out_shape)
+    def run(self, out=None):
+        """The output (a new array, or `out` checked as its destination), computed on the caller's stream."""
+        if out is None:
+            out, out_ptr = _arrays.empty(self.like, self.out_shape)
+        else:
+            out_ptr = _arrays.output_array(out, self.inputs, self.out_shape).ptr
         stream = _arrays.stream_of(self.like)
         self.entry.run([a.ptr for a in self.inputs], out_ptr, stream)
         if self.like.kind == "jax":
@@ -63,7 +68,14 @@ def plan_conv2d(image, filt):
     return _Call("conv2d", dims, {"h": "image", "w": "image", "r": "filt"}, [img, f], img.shape)
 
 
-def conv2d(image, filt):
+def _checked(tag, extra, args, out, planned):
+    """Runs a planned call through the checked path, and remembers it for the fast path."""
+    result = planned.run(out)
+    _fast.remember(tag, extra, args, out, planned)
+    return result
+
+
+def conv2d(image, filt, *, out=None):
     """2D cross-correlation of one image with a square odd filter, 'same' size, zero border.
 
     out[i, j] = sum_{m, n in [-r, r]} image[i + m, j + n] * filt[m + r, n + r], with image zero outside.
@@ -73,9 +85,14 @@ def conv2d(image, filt):
     mode="constant") pass the flipped filter, filt[::-1, ::-1].
 
     image: (h, w) float32 CUDA array of CuPy, PyTorch or JAX; filt: (2r+1, 2r+1), r <= 32, same kind and
-    GPU. Returns an (h, w) array of that kind, computed on the caller's current stream.
+    GPU. Returns an (h, w) array of that kind, computed on the caller's current stream; with out= (a CuPy
+    or PyTorch array of that kind and GPU, float32, C-contiguous, (h, w), apart from the inputs) the result
+    is written there and out is returned.
     """
-    return plan_conv2d(image, filt).run()
+    done = _fast.call("conv2d", None, (image, filt), out)
+    if done is not _fast.MISS:
+        return done
+    return _checked("conv2d", None, (image, filt), out, plan_conv2d(image, filt))
 
 
 def plan_sep_conv2d(image, row, col):
@@ -91,7 +108,7 @@ def plan_sep_conv2d(image, row, col):
     return _Call("conv2d_separable", dims, argument_of, [img, cl, rw], img.shape)  # the family's order
 
 
-def sep_conv2d(image, row, col):
+def sep_conv2d(image, row, col, *, out=None):
     """conv2d with the separable filter outer(col, row): 'same' size, zero border, cross-correlation.
 
     out[i, j] = sum_{m, n in [-r, r]} image[i + m, j + n] * col[m + r] * row[n + r]: conv2d(image,
@@ -100,9 +117,12 @@ def sep_conv2d(image, row, col):
     row[::-1] and col[::-1].
 
     image: (h, w); row, col: 1D of the same odd length 2r+1; float32 CUDA arrays of one kind and GPU.
-    Returns (h, w) of that kind, on the caller's current stream.
+    Returns (h, w) of that kind, on the caller's current stream; out= as conv2d's.
     """
-    return plan_sep_conv2d(image, row, col).run()
+    done = _fast.call("sep_conv2d", None, (image, row, col), out)
+    if done is not _fast.MISS:
+        return done
+    return _checked("sep_conv2d", None, (image, row, col), out, plan_sep_conv2d(image, row, col))
 
 
 _MODES = ("full", "valid", "same")
@@ -129,7 +149,7 @@ def plan_conv1d(signal, filt, mode="full"):
     return _Call("conv1d", dims, argument_of, [x, h], (outputs,))
 
 
-def conv1d(signal, filt, mode="full"):
+def conv1d(signal, filt, mode="full", *, out=None):
     """Linear convolution of two 1D arrays: y[i] = sum_j signal[i - j] * filt[j] (true convolution).
 
     The same as numpy.convolve(signal, filt, mode) and scipy.signal.convolve(signal, filt, mode) (and
@@ -138,9 +158,12 @@ def conv1d(signal, filt, mode="full"):
     the longer; the arguments are swapped when filt is the longer, as numpy does), "same" (n outputs,
     the centre of the full result, as scipy.signal.convolve's "same": the full result from (m - 1) // 2).
     Lengths: signal <= 2^28, filt <= 2^20 (full, valid). float32 CUDA arrays of one kind and GPU; returns
-    that kind, on the caller's current stream.
+    that kind, on the caller's current stream; out= as conv2d's, of the result's length.
     """
-    return plan_conv1d(signal, filt, mode).run()
+    done = _fast.call("conv1d", mode, (signal, filt), out)
+    if done is not _fast.MISS:
+        return done
+    return _checked("conv1d", mode, (signal, filt), out, plan_conv1d(signal, filt, mode))
 
 
 def plan_conv1d_slice(a, b, start, end):
@@ -153,11 +176,16 @@ def plan_conv1d_slice(a, b, start, end):
     return _Call("conv1d_parts", dims, argument_of, [xa, xb], (end - start,))
 
 
-def conv1d_slice(a, b, start, end):
+def conv1d_slice(a, b, start, end, *, out=None):
     """Outputs [start, end) of the full linear convolution c[i] = sum_j a[j] * b[i - j].
 
     numpy.convolve(a, b)[start:end] (true convolution) without computing the rest: for a short slice of
     two long sequences (convolution in parts). 0 <= start < end <= len(a) + len(b) - 1; lengths <= 2^28.
-    float32 CUDA arrays of one kind and GPU; returns that kind, on the caller's current stream.
+    float32 CUDA arrays of one kind and GPU; returns that kind, on the caller's current stream; out= as
+    conv2d's, of end - start values.
     """
-    return plan_conv1d_slice(a, b, start, end).run()
+    bounds = (as_int("start", start), as_int("end", end))  # as the planner takes them: 1.0 is no integer
+    done = _fast.call("conv1d_slice", bounds, (a, b), out)
+    if done is not _fast.MISS:
+        return done
+    return _checked("conv1d_slice", bounds, (a, b), out, plan_conv1d_slice(a, b, *bounds))

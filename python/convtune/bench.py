@@ -1,26 +1,23 @@
 """python -m convtune.bench: convtune against CuPy and PyTorch (strict fp32) on the default spec's shapes.
 
 Each call is timed with CUDA events on the caller's stream: warm-up first, then the median of --samples
-runs. Prints a table (ours, the best library call, the speed-up) and writes JSON (--json).
+runs. Convolution layers get a row per pass: forward, backward-data and backward-filter, each against
+PyTorch's own (torch.nn.functional.conv2d, torch.nn.grad.conv2d_input, conv2d_weight). Prints a table (ours,
+the best library call, the speed-up) and writes JSON (--json).
+
+--overhead measures instead what a Python call costs the host over the C++ runtime library running the same
+Convolution: see overhead() below.
 """
 import argparse
 import json
 import statistics
 import sys
+import time
 
+from ._layers import layer_problems
+from ._timing import DEFAULT_WORKERS, PASSES, layer_passes, median_ms, output_hw, prepare_in_parallel, strict_fp32
 
-def _median_ms(fn, samples, torch):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(samples):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+OVERHEAD_GOAL_US = 5.0  # issue 36: a Python call costs at most this over the C++ runtime's
 
 
 def _cases(torch, cp, quick):
@@ -30,7 +27,8 @@ def _cases(torch, cp, quick):
     g = torch.Generator(device="cuda").manual_seed(36)
     rand = lambda *s: torch.randn(*s, device="cuda", generator=g)
     cases = []
-    for size, r in ([(2048, 3)] if quick else [(8192, 3), (2048, 3), (512, 3), (2048, 1), (2048, 7)]):
+    images, taps, layers = _shapes(quick)
+    for size, r in images:
         img, f = rand(size, size), rand(2 * r + 1, 2 * r + 1)
         libs = {"torch conv2d": lambda img=img, f=f: F.conv2d(img[None, None], f[None, None], padding=f.shape[0] // 2)}
         if cp is not None:
@@ -38,8 +36,8 @@ def _cases(torch, cp, quick):
             from cupyx.scipy import ndimage
             libs["cupyx.ndimage.correlate"] = lambda ci=ci, cf=cf: ndimage.correlate(ci, cf, mode="constant")
         cases.append((f"conv2d {size}^2 r={r}", lambda img=img, f=f: convtune.conv2d(img, f), libs))
-    for m in ([129] if quick else [17, 129, 1025, 8193]):
-        x, h = rand(1 << 24), rand(m)
+    for m in taps:
+        x, h = rand(SIGNAL), rand(m)
         libs = {"torch conv1d": lambda x=x, h=h: F.conv1d(x[None, None], h.flip(0)[None, None], padding=h.shape[0] - 1)}
         if cp is not None:
             from cupyx.scipy import signal
@@ -47,45 +45,253 @@ def _cases(torch, cp, quick):
             libs["cupyx oaconvolve"] = lambda cx=cx, ch=ch: signal.oaconvolve(cx, ch)
             libs["cupyx fftconvolve"] = lambda cx=cx, ch=ch: signal.fftconvolve(cx, ch)
         cases.append((f"conv1d full n=2^24 m={m}", lambda x=x, h=h: convtune.conv1d(x, h), libs))
-    for n, c, hw, k, r, stride in ([(32, 64, 56, 64, 3, 1)] if quick else
-                                   [(32, 3, 224, 64, 7, 2), (32, 64, 56, 64, 3, 1), (32, 128, 28, 128, 3, 1),
-                                    (32, 256, 14, 256, 3, 1), (32, 512, 7, 512, 3, 1)]):
-        x, w = rand(n, c, hw, hw).requires_grad_(), rand(k, c, r, r).requires_grad_()
-        pad = r // 2
-
-        def step(conv, x=x, w=w, pad=pad, stride=stride):
-            y = conv(x, w, None, stride, pad)
-            y.backward(torch.ones_like(y))
-        cases.append((f"layer N{n} C{c} {hw}^2 K{k} R{r} s{stride} fwd+bwd",
-                      lambda step=step: step(convtune.nn.functional.conv2d), {"torch (cuDNN fp32)": lambda step=step: step(F.conv2d)}))
+    for n, c, hw, k, r, stride in layers:
+        x, w = rand(n, c, hw, hw), rand(k, c, r, r)
+        p, q = output_hw(hw, hw, r, r, stride, r // 2)
+        passes = layer_passes(torch, x, w, rand(n, k, p, q), stride, r // 2)
+        for which in PASSES:
+            ours, theirs = passes[which]
+            cases.append((f"layer N{n} C{c} {hw}^2 K{k} R{r} s{stride} {which}", ours, {"torch (cuDNN fp32)": theirs}))
     return cases
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one shape of each kind")
-    parser.add_argument("--samples", type=int, default=20)
-    parser.add_argument("--json", default="convtune_bench.json", help="where to write the results")
-    args = parser.parse_args(argv)
+# The shapes: conv2d images (size, r), conv1d filter lengths (n = 2^24), ResNet's layers (n, c, h = w, k,
+# r = s, stride); the quick run takes one of each.
+IMAGES = [(8192, 3), (2048, 3), (512, 3), (2048, 1), (2048, 7)]
+TAPS = [17, 129, 1025, 8193]
+LAYERS = [(32, 3, 224, 64, 7, 2), (32, 64, 56, 64, 3, 1), (32, 128, 28, 128, 3, 1), (32, 256, 14, 256, 3, 1),
+          (32, 512, 7, 512, 3, 1)]
+SIGNAL = 1 << 24
+
+
+def _shapes(quick):
+    return ([IMAGES[1]], [TAPS[1]], [LAYERS[1]]) if quick else (IMAGES, TAPS, LAYERS)
+
+
+def problems(quick):
+    """The convtune problems (family, dims) the benchmark runs, for compiling them ahead."""
+    images, taps, layers = _shapes(quick)
+    return ([("conv2d", {"h": size, "w": size, "r": r}) for size, r in images] +
+            [("conv1d", {"n": SIGNAL, "m": m, "mode": 1}) for m in taps] +
+            layer_problems([((n, c, hw, hw), (k, c, r, r), (stride, stride), (r // 2, r // 2), True)
+                            for n, c, hw, k, r, stride in layers]))
+
+
+def bench(args):
     import torch
-    torch.backends.cudnn.allow_tf32 = False  # strict fp32, as ours
-    torch.backends.cuda.matmul.allow_tf32 = False
+    strict_fp32(torch)
     try:
         import cupy as cp
     except ImportError:
         cp = None
+    prepare_s, notes = prepare_in_parallel(problems(args.quick), torch.cuda.current_device(), args.prepare_workers, True)
+    print(f"kernels compiled ahead in {prepare_s:.1f} s ({args.prepare_workers} processes)", flush=True)
+    for note in notes[:3] + ([f"... and {len(notes) - 3} more"] if len(notes) > 3 else []):
+        print(f"  note: {note}", flush=True)
     rows = []
-    print(f"{'problem':44} {'convtune ms':>12} {'best library':>24} {'ms':>9} {'speed-up':>9}")
+    print(f"{'problem':48} {'convtune ms':>12} {'best library':>24} {'ms':>9} {'speed-up':>9}")
     for name, ours, libs in _cases(torch, cp, args.quick):
-        ours_ms = _median_ms(ours, args.samples, torch)
-        lib_ms = {lib: _median_ms(fn, args.samples, torch) for lib, fn in libs.items()}
+        ours_ms = median_ms(ours, args.samples, torch)
+        lib_ms = {lib: median_ms(fn, args.samples, torch) for lib, fn in libs.items()}
         best = min(lib_ms, key=lib_ms.get)
         rows.append({"problem": name, "convtune_ms": ours_ms, "libraries_ms": lib_ms, "best_library": best,
                      "speedup": lib_ms[best] / ours_ms})
-        print(f"{name:44} {ours_ms:12.4f} {best:>24} {lib_ms[best]:9.4f} {lib_ms[best] / ours_ms:8.2f}x", flush=True)
+        print(f"{name:48} {ours_ms:12.4f} {best:>24} {lib_ms[best]:9.4f} {lib_ms[best] / ours_ms:8.2f}x", flush=True)
     with open(args.json, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+        json.dump({"device": torch.cuda.get_device_name(), "samples": args.samples, "compiled_ahead_s": prepare_s,
+                   "rows": rows}, f, indent=1)
     return 0
+
+
+# --overhead: the host's time to issue one call, Python against C++.
+class _TorchSide:
+    name = "torch"
+
+    def __init__(self):
+        import torch
+        self.torch = torch
+        self.generator = torch.Generator(device="cuda").manual_seed(36)
+
+    def rand(self, *shape):
+        return self.torch.randn(*shape, device="cuda", generator=self.generator)
+
+    def empty_like(self, a):
+        return self.torch.empty_like(a)
+
+    def pointer(self, a):
+        return a.data_ptr()
+
+    def sync(self):
+        self.torch.cuda.synchronize()
+
+    def event(self):
+        e = self.torch.cuda.Event(enable_timing=True)
+        e.record()
+        return e
+
+    @staticmethod
+    def elapsed_ms(start, stop):
+        stop.synchronize()
+        return start.elapsed_time(stop)
+
+
+class _CupySide:
+    name = "cupy"
+
+    def __init__(self):
+        import cupy
+        self.cupy = cupy
+        self.random = cupy.random.default_rng(36)
+
+    def rand(self, *shape):
+        return self.random.standard_normal(shape, dtype=self.cupy.float32)
+
+    def empty_like(self, a):
+        return self.cupy.empty_like(a)
+
+    def pointer(self, a):
+        return a.data.ptr
+
+    def sync(self):
+        self.cupy.cuda.Device().synchronize()
+
+    def event(self):
+        e = self.cupy.cuda.Event()
+        e.record()
+        return e
+
+    def elapsed_ms(self, start, stop):
+        stop.synchronize()
+        return self.cupy.cuda.get_elapsed_time(start, stop)
+
+
+def _sides():
+    sides = []
+    for make in (_TorchSide, _CupySide):
+        try:
+            sides.append(make())
+        except ImportError:
+            pass
+    return sides
+
+
+def _per_call_us(side, loop, calls, repeats):
+    """Median over `repeats` of the host's time per call of loop() (which issues `calls` calls and returns
+    its own seconds, or None to be timed here), and of the GPU's span per call over the same loop. The GPU
+    is idle before each loop, and the host is timed until the last call is issued, not finished."""
+    host, gpu = [], []
+    for _ in range(repeats):
+        side.sync()
+        start_event = side.event()
+        start = time.perf_counter()
+        seconds = loop()
+        host_s = time.perf_counter() - start
+        gpu.append(side.elapsed_ms(start_event, side.event()) * 1e3 / calls)
+        host.append((host_s if seconds is None else seconds) * 1e6 / calls)
+        side.sync()
+    return statistics.median(host), statistics.median(gpu)
+
+
+def overhead_rows(sides, size, radii, calls, repeats, warmup=5):
+    """For each kind and r: the host µs per call of convtune.conv2d(img, f) and of conv2d(img, f, out=out),
+    and of the same Convolution driven from C++ (Convolution.issue_loop: bind and run per call, as the
+    Python call does, and run only, bound once); the overhead is Python's minus C++'s bind and run."""
+    import convtune
+    from convtune import _arrays, _functions
+    rows = []
+    for side in sides:
+        for r in radii:
+            img, filt = side.rand(size, size), side.rand(2 * r + 1, 2 * r + 1)
+            out = side.empty_like(img)
+            conv2d = convtune.conv2d
+            for _ in range(warmup):  # first use: compiling, tuning, the fast path learning the call
+                conv2d(img, filt)
+                conv2d(img, filt, out=out)
+            side.sync()
+            call = _functions.plan_conv2d(img, filt)  # the Convolution that convtune.conv2d runs
+            conv = call.entry.conv
+            stream = _arrays.kind_of(img).stream(call.like.device)
+            inputs, output = [side.pointer(img), side.pointer(filt)], side.pointer(out)
+
+            def python_loop():
+                for _ in range(calls):
+                    conv2d(img, filt)
+
+            def python_out_loop():
+                for _ in range(calls):
+                    conv2d(img, filt, out=out)
+
+            python_us, _ = _per_call_us(side, python_loop, calls, repeats)
+            python_out_us, _ = _per_call_us(side, python_out_loop, calls, repeats)
+            cpp_us, gpu_us = _per_call_us(side, lambda: conv.issue_loop(inputs, output, stream, calls), calls, repeats)
+            run_only_us, run_only_gpu_us = _per_call_us(
+                side, lambda: conv.issue_loop(inputs, output, stream, calls, rebind=False), calls, repeats)
+            rows.append({"library": side.name, "size": size, "r": r, "candidate": conv.candidate, "rule": conv.rule,
+                         "python_us": python_us, "python_out_us": python_out_us, "cpp_bind_run_us": cpp_us,
+                         "cpp_run_only_us": run_only_us, "gpu_us_per_call": gpu_us,
+                         "gpu_us_per_call_run_only": run_only_gpu_us,
+                         "overhead_us": python_us - cpp_us, "overhead_out_us": python_out_us - cpp_us})
+    return rows
+
+
+def overhead(args):
+    sides = _sides()
+    if not sides:
+        print("convtune.bench --overhead: neither PyTorch nor CuPy is installed", file=sys.stderr)
+        return 2
+    rows = overhead_rows(sides, args.size, (1, 3), args.calls, args.repeats)
+    print(f"conv2d {args.size}^2: host time to issue one call, µs (median of {args.repeats} loops of {args.calls} "
+          "calls each, the GPU idle before each loop)")
+    print(f"{'library':8} {'r':>2} {'python':>8} {'out=':>8} {'C++ bind+run':>13} {'C++ run':>8} {'GPU/call':>9} "
+          f"{'overhead':>9} {'out=':>7}  candidate")
+    for row in rows:
+        print(f"{row['library']:8} {row['r']:>2} {row['python_us']:8.2f} {row['python_out_us']:8.2f} "
+              f"{row['cpp_bind_run_us']:13.2f} {row['cpp_run_only_us']:8.2f} {row['gpu_us_per_call']:9.2f} "
+              f"{row['overhead_us']:9.2f} {row['overhead_out_us']:7.2f}  {row['candidate']} ({row['rule']})")
+    worst = max(max(row["overhead_us"], row["overhead_out_us"]) for row in rows)
+    print(f"largest overhead {worst:.2f} µs; goal <= {OVERHEAD_GOAL_US:g} µs: {'met' if worst <= OVERHEAD_GOAL_US else 'NOT met'}")
+    print("GPU/call: the GPU's span per call of the C++ bind+run loop; where it is above the host's time, the GPU "
+          "was the slower side and work queued up during the loop")
+    device = _device_name(sides[0])
+    with open(args.json, "w") as f:
+        json.dump({"device": device, "size": args.size, "calls": args.calls, "repeats": args.repeats,
+                   "goal_us": OVERHEAD_GOAL_US, "largest_overhead_us": worst, "rows": rows}, f, indent=1)
+    return 0
+
+
+def _device_name(side):
+    from convtune._ext import ext
+    return ext().device_name(0 if side.name == "cupy" else side.torch.cuda.current_device())
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m convtune.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one shape of each kind")
+    parser.add_argument("--samples", type=int, default=20, help="timed runs a problem (the median is kept)")
+    parser.add_argument("--overhead", action="store_true",
+                        help="measure the host's time per call, Python against the C++ runtime, instead")
+    parser.add_argument("--size", type=int, default=512, help="--overhead: the image's height and width")
+    parser.add_argument("--calls", type=int, default=400, help="--overhead: calls in one timed loop")
+    parser.add_argument("--repeats", type=int, default=20, help="--overhead: timed loops (the median is kept)")
+    parser.add_argument("--prepare-workers", type=int, default=DEFAULT_WORKERS,
+                        help="processes that compile the benchmark's kernels (and first-use tuning's candidates) "
+                             "ahead, in parallel, into the kernel cache (0: none; default min(8, cores))")
+    parser.add_argument("--json", default=None,
+                        help="where to write the results (convtune_bench.json; with --overhead convtune_overhead.json)")
+    args = parser.parse_args(argv)
+    for name in ("samples", "size", "calls", "repeats"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name}: {getattr(args, name)}; allowed: 1 or more")
+    if args.prepare_workers < 0:
+        parser.error(f"--prepare-workers: {args.prepare_workers}; allowed: 0 or more")
+    if args.json is None:
+        args.json = "convtune_overhead.json" if args.overhead else "convtune_bench.json"
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    return overhead(args) if args.overhead else bench(args)
 
 
 if __name__ == "__main__":

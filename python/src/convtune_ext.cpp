@@ -1,6 +1,7 @@
 // convtune._convtune: the Python binding of the runtime library (runtime/convtune_runtime.h), kept thin.
 // Arrays, shapes, dtypes and streams are checked in Python (convtune/_arrays.py); here only pointers and
-// stream handles cross, so that a call costs a few hundred nanoseconds over the C++ one.
+// stream handles cross, so that a call costs a few hundred nanoseconds over the C++ one
+// (`python -m convtune.bench --overhead` measures it against issue_loop, the same calls made here).
 #include <cuda_runtime_api.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
@@ -8,6 +9,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -61,14 +63,39 @@ struct BoundConvolution {
 
   // Binds every operand and runs, asynchronously on `stream` (a cudaStream_t as an integer).
   void bind_run(const std::vector<uintptr_t>& inputs, uintptr_t output, uintptr_t stream) {
-    std::vector<const float*> in;
-    in.reserve(inputs.size());
-    for (uintptr_t p : inputs) in.push_back(reinterpret_cast<const float*>(p));
+    const std::vector<const float*> in = pointers(inputs);
     const auto s = reinterpret_cast<cudaStream_t>(stream);
     nb::gil_scoped_release unlocked;
     DeviceScope scope(device);
     conv->bind(in, reinterpret_cast<float*>(output), s);
     conv->run(s);
+  }
+
+  // The C++ side of `python -m convtune.bench --overhead`: what an application of the runtime library does
+  // for n calls (bind then run, or with rebind false one bind then n runs), timed on the host from the first
+  // call until the last is issued, without waiting for the GPU. Returns seconds.
+  double issue_loop(const std::vector<uintptr_t>& inputs, uintptr_t output, uintptr_t stream, int64_t n,
+                    bool rebind) {
+    if (n < 1) throw std::invalid_argument("n: " + std::to_string(n) + "; allowed: 1 or more calls");
+    const std::vector<const float*> in = pointers(inputs);
+    const auto s = reinterpret_cast<cudaStream_t>(stream);
+    float* out = reinterpret_cast<float*>(output);
+    nb::gil_scoped_release unlocked;
+    DeviceScope scope(device);  // an application's device is current already: outside the timed loop
+    if (!rebind) conv->bind(in, out, s);
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < n; ++i) {
+      if (rebind) conv->bind(in, out, s);
+      conv->run(s);
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  static std::vector<const float*> pointers(const std::vector<uintptr_t>& inputs) {
+    std::vector<const float*> in;
+    in.reserve(inputs.size());
+    for (uintptr_t p : inputs) in.push_back(reinterpret_cast<const float*>(p));
+    return in;
   }
 
   std::vector<std::pair<std::string, int64_t>> operands() const {
@@ -110,6 +137,8 @@ NB_MODULE(_convtune, m) {
            nb::arg("table"), nb::arg("family"), nb::arg("dims"), nb::arg("device"), nb::arg("tune_unseen") = false,
            nb::arg("first_choice") = "")
       .def("bind_run", &BoundConvolution::bind_run, nb::arg("inputs"), nb::arg("output"), nb::arg("stream"))
+      .def("issue_loop", &BoundConvolution::issue_loop, nb::arg("inputs"), nb::arg("output"), nb::arg("stream"),
+           nb::arg("n"), nb::arg("rebind") = true)
       .def_prop_ro("device", [](const BoundConvolution& b) { return b.device; })
       .def_prop_ro("family", [](const BoundConvolution& b) { return b.conv->family(); })
       .def_prop_ro("dims", [](const BoundConvolution& b) { return b.conv->dims(); })

@@ -135,3 +135,239 @@ def test_the_extension_holds_every_family():
 def test_without_a_gpu_a_call_says_so():
     with pytest.raises(RuntimeError, match="no CUDA GPU is visible"):
         _dispatch.convolution("conv2d", {"h": 8, "w": 8, "r": 1}, 0, {})
+
+
+# out= and the fast path (convtune._fast), on stand-in arrays: a kind whose properties the test sets.
+class FakeArray:
+    def __init__(self, shape, ptr, dtype="float32", device=0, contiguous=True):
+        self.shape, self.ptr, self.dtype, self.device, self.contiguous = tuple(shape), ptr, dtype, device, contiguous
+
+
+class FakeKind:
+    name = "torch"
+    signature = staticmethod(lambda a: (type(a), a.dtype, a.shape, a.device, a.contiguous))
+    pointer = staticmethod(lambda a: a.ptr)
+    device_handle = staticmethod(lambda a: a.device)
+    stream = staticmethod(lambda device: 77)
+    new = staticmethod(lambda device, shape: FakeArray(shape, 90_000, device=device))
+
+
+class RecordingConv:
+    def __init__(self):
+        self.calls = []
+
+    def bind_run(self, inputs, output, stream):
+        self.calls.append((list(inputs), output, stream))
+
+
+def described(a, name, kind="torch"):
+    return _arrays.DeviceArray(a, kind, a.device, a.shape, a.ptr, name)
+
+
+def checked(inputs, out_shape, tune_key=None, kind="torch"):
+    """A stand-in for a _Call that passed every check: inputs are (array, name) in the family's order."""
+    from types import SimpleNamespace
+    arrays = [described(a, name, kind) for a, name in inputs]
+    return SimpleNamespace(like=arrays[0], inputs=arrays, out_shape=out_shape,
+                           entry=SimpleNamespace(conv=RecordingConv(), tune_key=tune_key))
+
+
+@pytest.fixture
+def fake_kind(monkeypatch):
+    from convtune import _fast
+    monkeypatch.setattr(_arrays, "kind_of", lambda obj: FakeKind)
+    monkeypatch.setattr(_fast, "_kind_by_type", {})
+    monkeypatch.setattr(_dispatch, "fast_calls", {})
+    return _fast
+
+
+def test_a_remembered_call_runs_again_on_new_pointers(fake_kind):
+    image, filt = FakeArray((8, 9), 1000), FakeArray((3, 3), 2000)
+    call = checked([(image, "image"), (filt, "filt")], (8, 9))
+    fake_kind.remember("conv2d", None, (image, filt), None, call)
+    out = convtune.conv2d(FakeArray((8, 9), 3000), FakeArray((3, 3), 4000))  # the public function's fast path
+    assert isinstance(out, FakeArray) and out.shape == (8, 9)
+    assert call.entry.conv.calls == [([3000, 4000], 90_000, 77)]
+
+
+@pytest.mark.parametrize("change", ["dtype", "shape", "device", "contiguous", "type", "filter", "tag", "extra", "out"])
+def test_any_checked_property_that_differs_takes_the_checked_path(fake_kind, change):
+    class OtherArray(FakeArray):
+        pass
+    image, filt = FakeArray((8, 9), 1000), FakeArray((3, 3), 2000)
+    call = checked([(image, "image"), (filt, "filt")], (8, 9))
+    fake_kind.remember("conv2d", None, (image, filt), None, call)
+    tag, extra, out = "conv2d", None, None
+    args = {"dtype": dict(dtype="float64"), "shape": dict(shape=(8, 10)), "device": dict(device=1),
+            "contiguous": dict(contiguous=False)}.get(change, {})
+    image = FakeArray(**{"shape": (8, 9), "ptr": 5000, **args})
+    if change == "type":
+        image = OtherArray((8, 9), 5000)
+    if change == "filter":
+        filt = FakeArray((5, 5), 2000)
+    tag = "sep_conv2d" if change == "tag" else tag
+    extra = "valid" if change == "extra" else extra
+    out = FakeArray((8, 9), 7000) if change == "out" else out
+    assert fake_kind.call(tag, extra, (image, filt), out) is fake_kind.MISS
+    assert call.entry.conv.calls == []
+
+
+def test_operands_go_in_the_order_the_checked_call_put_them(fake_kind):
+    signal, filt = FakeArray((5,), 1000), FakeArray((9,), 2000)  # conv1d "valid" with the longer filt: swapped
+    call = checked([(filt, "filt"), (signal, "signal")], (5,))
+    fake_kind.remember("conv1d", "valid", (signal, filt), None, call)
+    fake_kind.call("conv1d", "valid", (FakeArray((5,), 10), FakeArray((9,), 20)), None)
+    assert call.entry.conv.calls[0][0] == [20, 10]
+
+
+def test_out_is_written_and_returned_and_must_lie_apart_from_the_inputs(fake_kind):
+    image, filt, out = FakeArray((8, 9), 1000), FakeArray((3, 3), 1000 + 8 * 9 * 4), FakeArray((8, 9), 50_000)
+    call = checked([(image, "image"), (filt, "filt")], (8, 9))
+    fake_kind.remember("conv2d", None, (image, filt), out, call)
+    moved = FakeArray((8, 9), 60_000)
+    assert convtune.conv2d(image, filt, out=moved) is moved
+    assert call.entry.conv.calls == [([1000, 1000 + 8 * 9 * 4], 60_000, 77)]
+    with pytest.raises(ValueError, match="^out: shares memory with filt; allowed: an array apart from the inputs"):
+        convtune.conv2d(image, filt, out=FakeArray((8, 9), 1000 + 8 * 9 * 4 + 8))
+    with pytest.raises(ValueError, match="^out: shares memory with image"):
+        convtune.conv2d(image, filt, out=FakeArray((8, 9), 1000 - 4 * 8 * 9 + 4))
+    convtune.conv2d(image, filt, out=FakeArray((8, 9), 1000 - 4 * 8 * 9))  # ends where image starts: apart
+    assert len(call.entry.conv.calls) == 2
+
+
+def test_integer_arguments_are_checked_before_the_fast_path(fake_kind):
+    a, b = FakeArray((10,), 1000), FakeArray((4,), 2000)
+    call = checked([(a, "a"), (b, "b")], (2,))
+    fake_kind.remember("conv1d_slice", (1, 3), (a, b), None, call)
+    convtune.conv1d_slice(a, b, 1, 3)
+    assert len(call.entry.conv.calls) == 1
+    with pytest.raises(TypeError, match=r"^start: 1.0 \(float\); allowed: an integer"):
+        convtune.conv1d_slice(a, b, 1.0, 3)  # equal to 1 as a key, but no integer
+
+
+def test_calls_still_tuning_jax_calls_and_other_tables_are_not_remembered(fake_kind, tmp_path):
+    image, filt = FakeArray((8, 9), 1000), FakeArray((3, 3), 2000)
+    fake_kind.remember("conv2d", None, (image, filt), None, checked([(image, "image"), (filt, "filt")], (8, 9), "key"))
+    fake_kind.remember("conv2d", None, (image, filt), None,
+                       checked([(image, "image"), (filt, "filt")], (8, 9), kind="jax"))
+    assert _dispatch.fast_calls == {}
+    fake_kind.remember("conv2d", None, (image, filt), None, checked([(image, "image"), (filt, "filt")], (8, 9)))
+    assert len(_dispatch.fast_calls) == 1
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps({"schema": 1, "entries": []}))
+    try:
+        convtune.use_table(table)
+        assert _dispatch.fast_calls == {}
+    finally:
+        convtune.use_table(None)
+
+
+def test_unseen_arguments_take_the_checked_path_and_its_errors(fake_kind):
+    with pytest.raises(TypeError, match="^image: a test_package.FakeArray; allowed"):
+        convtune.conv2d(FakeArray((8, 9), 1), FakeArray((3, 3), 2))
+
+
+def test_the_kinds_signatures_hold_every_checked_property():
+    from types import SimpleNamespace as NS
+
+    class Tensor:
+        def __init__(self, dtype="torch.float32", shape=(4, 4), device="cuda:0", contiguous=True):
+            self.dtype, self.shape, self.device, self._contiguous = dtype, shape, device, contiguous
+
+        def is_contiguous(self):
+            return self._contiguous
+
+    def cupy_array(dtype="float32", shape=(4, 4), device=0, contiguous=True):
+        return NS(dtype=dtype, shape=shape, data=NS(device_id=device), _c_contiguous=contiguous)
+
+    for sign, make in ((_arrays._TorchKind.signature, Tensor), (_arrays._CupyKind.signature, cupy_array)):
+        base = sign(make())
+        assert base == sign(make())
+        for change in (dict(dtype="float64"), dict(shape=(4, 5)), dict(device=1), dict(contiguous=False)):
+            assert sign(make(**change)) != base, change
+    assert _arrays._TorchKind.signature(type("Sub", (Tensor,), {})()) != _arrays._TorchKind.signature(Tensor())
+
+
+def test_out_is_checked_as_an_argument_named_out(monkeypatch):
+    image = _arrays.DeviceArray(None, "torch", 0, (4, 4), 1000, "image")
+    given = {}
+    original = _arrays.device_array
+    monkeypatch.setattr(_arrays, "device_array", lambda obj, name: given.get(id(obj)) or original(obj, name))
+
+    def out(kind="torch", device=0, shape=(4, 4), ptr=50_000):
+        obj = object()
+        given[id(obj)] = _arrays.DeviceArray(obj, kind, device, shape, ptr, "out")
+        return obj
+    with pytest.raises(TypeError, match="^out: a host ndarray; allowed: a float32 CUDA array"):
+        _arrays.output_array(np.ones((4, 4), np.float32), [image], (4, 4))
+    with pytest.raises(TypeError, match="^out: a JAX array; allowed: a CuPy or PyTorch array"):
+        _arrays.output_array(out(kind="jax"), [image], (4, 4))
+    with pytest.raises(TypeError, match="^out: a cupy array, but image is a torch array"):
+        _arrays.output_array(out(kind="cupy"), [image], (4, 4))
+    with pytest.raises(ValueError, match="^out: on GPU 1, but image is on GPU 0"):
+        _arrays.output_array(out(device=1), [image], (4, 4))
+    with pytest.raises(ValueError, match=r"^out: shape \(4, 5\); allowed: \(4, 4\), the result's shape"):
+        _arrays.output_array(out(shape=(4, 5)), [image], (4, 4))
+    with pytest.raises(ValueError, match="^out: shares memory with image"):
+        _arrays.output_array(out(ptr=1000 + 60), [image], (4, 4))
+    assert _arrays.output_array(out(ptr=1000 + 64), [image], (4, 4)).ptr == 1064
+
+
+# python -m convtune.bench and convtune.train_check: their arguments and arithmetic (the runs need a GPU).
+def test_bench_arguments():
+    from convtune import bench
+    plain, overhead = bench.parse_args([]), bench.parse_args(["--overhead"])
+    assert (plain.overhead, plain.json) == (False, "convtune_bench.json")
+    assert (overhead.overhead, overhead.json, overhead.size, overhead.calls, overhead.repeats) == (
+        True, "convtune_overhead.json", 512, 400, 20)
+    assert bench.parse_args(["--overhead", "--json", "x.json"]).json == "x.json"
+    assert bench.parse_args(["--prepare-workers", "0"]).prepare_workers == 0
+    for bad in (["--overhead", "--calls", "0"], ["--prepare-workers", "-2"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(bad)
+
+
+def test_the_benchmark_compiles_ahead_what_it_runs():
+    from convtune import bench
+    quick = bench.problems(True)
+    assert [family for family, _ in quick] == ["conv2d", "conv1d", "layer_fwd", "layer_bwd_data", "layer_bwd_filter"]
+    assert quick[0][1] == {"h": 2048, "w": 2048, "r": 3} and quick[1][1] == {"n": 1 << 24, "m": 129, "mode": 1}
+    assert len(bench.problems(False)) == 5 + 4 + 3 * 5
+    from convtune._layers import layer_problems
+    first_layer = layer_problems([((2, 3, 8, 8), (4, 3, 3, 3), (2, 2), (1, 1), False)])  # its input needs no gradient
+    assert [family for family, _ in first_layer] == ["layer_fwd", "layer_bwd_filter"]
+    assert first_layer[1][1] == {"n": 2, "c": 3, "h": 8, "w": 8, "k": 4, "r": 3, "s": 3, "pad_h": 1, "pad_w": 1,
+                                 "u": 2, "v": 2, "precision": 0}
+
+
+def test_train_check_arguments():
+    from convtune import train_check
+    full, quick = train_check.parse_args([]), train_check.parse_args(["--quick"])
+    assert (full.steps, full.batch, full.warmup, full.samples) == (50, 32, 5, 10)
+    assert (quick.steps, quick.batch, quick.warmup, quick.samples) == (12, 32, 3, 3)
+    assert train_check.parse_args(["--quick", "--steps", "20", "--batch", "8"]).steps == 20
+    assert train_check.parse_args(["--prepare-workers", "0"]).prepare_workers == 0
+    for bad in (["--steps", "5", "--warmup", "5"], ["--batch", "0"], ["--tolerance", "0"], ["--prepare-workers", "-1"]):
+        with pytest.raises(SystemExit):
+            train_check.parse_args(bad)
+
+
+def test_train_check_arithmetic():
+    from convtune import _timing, train_check
+    assert train_check.reported_steps(50) == [1, 10, 25, 50]
+    assert train_check.reported_steps(12) == [1, 10, 12]
+    assert train_check.reported_steps(1) == [1]
+    assert train_check.max_relative_difference([1.0, 2.0], [1.0, 2.5]) == pytest.approx(0.2)
+    assert train_check.max_relative_difference([1.0, float("nan")], [1.0, 2.0]) == float("inf")
+    assert _timing.output_hw(224, 224, 7, 7, 2, 3) == (112, 112)
+    assert _timing.output_hw(56, 56, 1, 1, (2, 2), (0, 0)) == (28, 28)
+
+
+@pytest.mark.parametrize("module", ["convtune.bench", "convtune.train_check"])
+def test_the_modules_help_needs_no_torch(module):
+    code = ("import sys, runpy; sys.path.insert(0, 'tests/python'); import package_support; sys.argv = ['x', '--help']\n"
+            f"try: runpy.run_module('{module}', run_name='__main__')\n"
+            "except SystemExit as e: print('exit', e.code, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "--json" in out.stdout and out.stdout.split()[-3:] == ["exit", "0", "False"]

@@ -131,6 +131,41 @@ def test_bad_arrays_on_the_gpu_are_named():
         convtune.conv2d(x, cp.ones((3, 3), dtype=cp.float32))
 
 
+def test_out_receives_the_result(backend):
+    put, get = backend
+    image, filt = rand(300, 200), rand(5, 5)
+    ref = scipy_ndimage.correlate(image.astype(np.float64), filt.astype(np.float64), mode="constant")
+    x, f, out = put(image), put(filt), put(np.full((300, 200), np.nan, np.float32))
+    if "jax" in type(x).__module__:
+        with pytest.raises(TypeError, match="^out: a JAX array"):
+            convtune.conv2d(x, f, out=out)
+        return
+    for _ in range(2):  # the checked path, then the fast path
+        assert convtune.conv2d(x, f, out=out) is out
+        close(get(out)[1], ref)
+    with pytest.raises(ValueError, match=r"^out: shape \(200, 300\); allowed: \(300, 200\)"):
+        convtune.conv2d(x, f, out=put(np.zeros((200, 300), np.float32)))
+    with pytest.raises(ValueError, match="^out: shares memory with image"):
+        convtune.conv2d(x, f, out=x)
+
+
+def test_the_fast_path_sees_a_filter_changed_in_place_and_keeps_the_errors():
+    torch = pytest.importorskip("torch")
+    image, filt = rand(256, 256), rand(7, 7)
+    ref = scipy_ndimage.correlate(image.astype(np.float64), filt.astype(np.float64), mode="constant")
+    x, f = torch.from_numpy(image).cuda(), torch.from_numpy(filt).cuda()
+    for _ in range(3):  # the checked path, then the fast path (with a new output each time)
+        close(convtune.conv2d(x, f).cpu().numpy(), ref)
+    f.mul_(2.0)
+    close(convtune.conv2d(x, f).cpu().numpy(), 2 * ref)
+    with pytest.raises(TypeError, match="^image: dtype torch.float64; allowed: torch.float32"):
+        convtune.conv2d(x.double(), f)
+    with pytest.raises(ValueError, match="^image: not C-contiguous"):
+        convtune.conv2d(x.t(), f)
+    with pytest.raises(TypeError, match="^filt: a torch array on cpu"):
+        convtune.conv2d(x, f.cpu())
+
+
 def test_runs_on_the_callers_torch_stream():
     torch = pytest.importorskip("torch")
     image, filt = rand(2048, 2048), rand(7, 7)

@@ -8,8 +8,7 @@ convtune's layer_pool forward; their backward is PyTorch's own (they are not whe
 import torch
 
 from .._functions import _Call, arrays
-
-_STRICT_FP32 = 0  # the layer families' precision dim: no TF32 math
+from .._layers import layer_dims as _layer_dims
 
 
 def _pair(name, value):
@@ -53,12 +52,6 @@ def _conv_padding(padding, r, s, stride):
                              "(an even one would pad unevenly)")
         return (r - 1) // 2, (s - 1) // 2
     return _pair("padding", padding)
-
-
-def _layer_dims(x_shape, w_shape, stride, pad):
-    n, c, h, w = x_shape
-    return {"n": n, "c": c, "h": h, "w": w, "k": w_shape[0], "r": w_shape[2], "s": w_shape[3],
-            "pad_h": pad[0], "pad_w": pad[1], "u": stride[0], "v": stride[1], "precision": _STRICT_FP32}
 
 
 _LAYER_ARGUMENTS = {"n": "input", "c": "input", "h": "input", "w": "input", "k": "weight", "r": "weight",
