@@ -61,16 +61,31 @@ std::string fixed(double v, int precision) {
   return o.str();
 }
 
+// Each TF32 method's rate (or why it gave none) and the data sheet's peak where known.
+void print_tf32_trials(const DeviceInfo& d, const Ceilings& c) {
+  if (!c.tf32_unavailable.empty()) std::cout << "    TF32: " << c.tf32_unavailable << "\n";
+  if (const double peak = nominal_tf32_gflops(d); peak > 0)
+    std::cout << "    TF32 nominal peak: " << fixed(peak, 0) << " GFLOP/s (SMs x clock x per-SM rate)\n";
+  for (const auto& [name, gflops] : c.tf32_trials.items())
+    std::cout << "    TF32 " << fixed(gflops.get<double>(), 0) << " GFLOP/s: " << name
+              << (name == c.tf32_method ? "  (best)" : "") << "\n";
+  for (const auto& [name, why] : c.tf32_failures.items())
+    std::cout << "    TF32 failed: " << name << ": " << why.get<std::string>() << "\n";
+}
+
 void print_device(const DeviceInfo& d, const Ceilings* c) {
   std::cout << d.name << "  " << d.arch() << "  " << d.sms << " SMs  L2 " << d.l2_bytes / (1 << 20) << " MiB  "
             << d.global_mem_bytes / (int64_t(1) << 30) << " GiB  smem/block " << d.max_smem_per_block_optin / 1024
             << " KiB (opt-in)\n  driver " << d.driver_version << "  runtime " << d.runtime_version << "  cuDNN "
             << d.cudnn_version << "  cuFFT " << d.cufft_version << "  NVRTC " << d.nvrtc_major << "." << d.nvrtc_minor
             << "\n";
-  if (c)
+  if (c) {
     std::cout << "  measured: copy " << fixed(c->copy_gbps, 0) << " GB/s (read + write), FP32 FMA "
-              << fixed(c->fp32_gflops, 0) << " GFLOP/s\n    copy: " << c->copy_method << "\n    FMA: " << c->fma_method
-              << "\n";
+              << fixed(c->fp32_gflops, 0) << " GFLOP/s, TF32 tensor cores "
+              << (c->tf32_gflops > 0 ? fixed(c->tf32_gflops, 0) + " GFLOP/s" : "none") << "\n    copy: " << c->copy_method
+              << "\n    FMA: " << c->fma_method << "\n";
+    print_tf32_trials(d, *c);
+  }
 }
 
 int cmd_devices(bool as_json, bool ceilings) {
@@ -285,14 +300,16 @@ int cmd_best(const std::string& folder, bool as_json) {
     cand_width = std::max(cand_width, c.best["candidate"].get<std::string>().size() + 2);
   }
   // %floor: floor_ms / time (may pass 100 where a method does less work than the direct sum);
-  // %roof: the same against the variant's own work. Libraries: each library variant's fastest config,
+  // %roof: the same against the variant's own work; %math: the own work against the ceiling of the math it
+  // ran on (FP32 FMA, TF32, or a third of TF32 for 3xTF32). Libraries: each library variant's fastest config,
   // then the config the library picks by itself where it says (cuDNN's find), if that differs.
   std::cout << std::left << std::setw(int(key_width)) << "problem" << std::setw(int(cand_width)) << "best candidate"
             << std::right << std::setw(9) << "ms" << std::setw(7) << "GB/s" << std::setw(10) << "%floor" << std::setw(7)
-            << "%roof" << "  vs libraries (ms)  runner-up (margin)\n";
+            << "%roof" << std::setw(8) << "math" << std::setw(7) << "%math" << "  vs libraries (ms)  runner-up (margin)\n";
   for (const auto& c : choices) {
     const json& b = c.best;
     const double ms = b["time"]["median_ms"].get<double>();
+    const MathFraction math = math_fraction(b);
     std::string libs;
     for (const auto& [variant, rec] : c.best_per_variant) {
       if (!rec.value("library", false)) continue;
@@ -307,7 +324,8 @@ int cmd_best(const std::string& folder, bool as_json) {
               << b["candidate"].get<std::string>() << std::right << std::setw(9) << short_ms(b) << std::setw(7)
               << fixed(b.value("gbps_effective", 0.0), 0) << std::setw(10)
               << fixed(100 * b.value("roofline_fraction", 0.0), 1) << std::setw(7)
-              << fixed(100 * b.value("roofline_fraction_own", b.value("roofline_fraction", 0.0)), 1) << "  "
+              << fixed(100 * b.value("roofline_fraction_own", b.value("roofline_fraction", 0.0)), 1) << std::setw(8)
+              << math.math << std::setw(7) << (std::isnan(math.fraction) ? "-" : fixed(100 * math.fraction, 1)) << "  "
               << (libs.empty() ? "-" : libs) << "  "
               << (c.runner_up.is_null() ? "-" : c.runner_up["variant"].get<std::string>() + " (" + (c.margin >= 0 ? "+" : "") +
                                                  fixed(100 * c.margin, 1) + "%)")

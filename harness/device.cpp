@@ -1,5 +1,6 @@
 #include "harness/device.h"
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 #include <cufft.h>
@@ -8,16 +9,41 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <functional>
 #include <utility>
 #include <vector>
 
+#include "harness/cuda_raii.h"
 #include "harness/error.h"
+#include "harness/gpu_kernels.h"
+#include "harness/jit.h"
+#include "harness/variant.h"
 
 namespace convtune {
 
-double Ceilings::floor_ms(double bytes, double flops) const {
-  if (!measured()) return 0;
-  return std::max(bytes / (copy_gbps * 1e9), flops / (fp32_gflops * 1e9)) * 1e3;
+const char* math_name(Math math) {
+  return math == Math::tf32 ? kMathTf32 : math == Math::tf32x3 ? kMath3xTf32 : kMathFp32;
+}
+
+Math math_from_name(const std::string& name) {
+  if (name == kMathFp32) return Math::fp32_fma;
+  if (name == kMathTf32) return Math::tf32;
+  if (name == kMath3xTf32) return Math::tf32x3;
+  throw InputError("math '" + name + "': allowed fp32, tf32, 3xtf32");
+}
+
+double Ceilings::compute_gflops(Math math) const {
+  switch (math) {
+    case Math::tf32: return tf32_gflops;
+    case Math::tf32x3: return tf32_gflops / 3;
+    default: return fp32_gflops;
+  }
+}
+
+double Ceilings::floor_ms(double bytes, double flops, Math math) const {
+  const double rate = compute_gflops(math);
+  if (copy_gbps <= 0 || rate <= 0) return 0;
+  return std::max(bytes / (copy_gbps * 1e9), flops / (rate * 1e9)) * 1e3;
 }
 
 json Ceilings::to_json() const {
@@ -26,6 +52,12 @@ json Ceilings::to_json() const {
   if (!fma_method.empty()) j["fma_method"] = fma_method;
   if (!copy_trials.is_null()) j["copy_trials_gbps"] = copy_trials;
   if (!fma_trials.is_null()) j["fma_trials_gflops"] = fma_trials;
+  // Absent, not 0, in runs from before the TF32 ceiling: readers take absence as "not measured".
+  if (tf32_gflops > 0) j["tf32_gflops"] = tf32_gflops;
+  if (!tf32_method.empty()) j["tf32_method"] = tf32_method;
+  if (!tf32_trials.is_null()) j["tf32_trials_gflops"] = tf32_trials;
+  if (!tf32_failures.is_null()) j["tf32_failures"] = tf32_failures;
+  if (!tf32_unavailable.empty()) j["tf32_unavailable"] = tf32_unavailable;
   return j;
 }
 
@@ -33,10 +65,15 @@ Ceilings Ceilings::from_json(const json& j) {
   Ceilings c;
   c.copy_gbps = j.value("copy_gbps", 0.0);
   c.fp32_gflops = j.value("fp32_gflops", 0.0);
+  c.tf32_gflops = j.value("tf32_gflops", 0.0);
   c.copy_method = j.value("copy_method", "");
   c.fma_method = j.value("fma_method", "");
+  c.tf32_method = j.value("tf32_method", "");
   c.copy_trials = j.value("copy_trials_gbps", json());
   c.fma_trials = j.value("fma_trials_gflops", json());
+  c.tf32_trials = j.value("tf32_trials_gflops", json());
+  c.tf32_failures = j.value("tf32_failures", json());
+  c.tf32_unavailable = j.value("tf32_unavailable", "");
   return c;
 }
 
@@ -191,13 +228,6 @@ void require_gpu(const std::string& command) {
   }
 }
 
-}  // namespace convtune
-
-#include "harness/cuda_raii.h"
-#include "harness/gpu_kernels.h"
-
-namespace convtune {
-
 // The copy ceiling is the best of cudaMemcpy and copy kernels with 1 to 8 loads in flight per thread, over
 // buffers far past L2: one load per thread at a time leaves DRAM idle between requests (6-9% short on
 // H100/H200), and the ceiling must be what the chip can do, or every roofline fraction flatters.
@@ -250,7 +280,175 @@ Ceilings measure_ceilings(const DeviceInfo& dev) {
   Stream stream;
   measure_copy(dev, c, stream.get());
   measure_fma(dev, c, stream.get());
+  measure_tf32_ceiling(dev, c);
   return c;
+}
+
+// ---- the TF32 tensor-core ceiling -------------------------------------------------------------------------
+
+std::string no_tf32_reason(const DeviceInfo& dev) {
+  if (dev.cc_major >= 8) return "";
+  return "no TF32 tensor cores: compute capability " + std::to_string(dev.cc_major) + "." +
+         std::to_string(dev.cc_minor) + " (TF32 needs 8.0 or later)";
+}
+
+double nominal_tf32_gflops(const DeviceInfo& dev) {
+  const int cc = 10 * dev.cc_major + dev.cc_minor;
+  const double per_sm_per_clock = cc == 80 ? 1024 : cc == 90 ? 2048 : 0;  // A100, H100/H200 data sheets
+  return dev.sms * (dev.sm_clock_khz * 1e3) * per_sm_per_clock / 1e9;
+}
+
+namespace {
+
+// One way to measure the TF32 rate: a kernel of harness/kernels/tf32_ceiling.cuh on one wave of blocks, or
+// cuBLAS's TF32 SGEMM on n x n matrices (gemm_size > 0).
+struct Tf32Method {
+  std::string name;
+  std::string kernel;
+  int threads = 256, blocks_per_sm = 1, dynamic_smem = 0, iterations = 2048;
+  double flops_per_thread_iteration = 0;
+  int gemm_size = 0;
+};
+
+// wgmma m64nNk8 runs 2*64*N*8 flops on a warpgroup of 128 threads, 4 k8 steps an iteration.
+Tf32Method wgmma_method(const std::string& kernel, int cols, bool a_shared, int blocks_per_sm) {
+  const std::string operands = a_shared ? "A and B in shared memory" : "A in registers, B in shared memory";
+  const int tile_bytes = 64 * 128 + cols * 128;
+  return {"wgmma m64n" + std::to_string(cols) + "k8 kernel, " + operands, kernel, 256, blocks_per_sm,
+          1024 + tile_bytes, 2048, 4.0 * 2 * 64 * cols * 8 / 128};
+}
+
+// mma.sync m16n8k8 runs 2*16*8*8 flops on a warp of 32 threads, `chains` an iteration.
+Tf32Method mma_sync_method(int chains, const DeviceInfo& dev) {
+  return {"mma.sync m16n8k8 kernel, " + std::to_string(chains) + " independent accumulators per warp",
+          "tf32_mma_sync_" + std::to_string(chains), 256, std::max(1, dev.max_threads_per_sm / 256), 0, 2048,
+          chains * 2.0 * 16 * 8 * 8 / 32};
+}
+
+// The largest of 8192, 4096, 2048 whose three matrices take at most an eighth of the device's memory.
+int cublas_gemm_size(const DeviceInfo& dev) {
+  for (int n : {8192, 4096})
+    if (3.0 * n * n * sizeof(float) <= dev.global_mem_bytes / 8.0) return n;
+  return 2048;
+}
+
+std::vector<Tf32Method> tf32_methods(const DeviceInfo& dev) {
+  std::vector<Tf32Method> out;
+  if (!no_tf32_reason(dev).empty()) return out;
+  if (dev.cc_major == 9 && dev.cc_minor == 0) {  // wgmma is sm_90a's: Blackwell takes the mma.sync path
+    out.push_back(wgmma_method("tf32_wgmma_ss_n256", 256, true, 1));
+    out.push_back(wgmma_method("tf32_wgmma_ss_n128", 128, true, 2));
+    out.push_back(wgmma_method("tf32_wgmma_rs_n128", 128, false, 2));
+  } else {
+    out.push_back(mma_sync_method(4, dev));
+    out.push_back(mma_sync_method(8, dev));
+  }
+  const int n = cublas_gemm_size(dev);
+  Tf32Method gemm;
+  gemm.name = "cuBLAS cublasGemmEx CUBLAS_COMPUTE_32F_FAST_TF32, " + std::to_string(n) + "^3";
+  gemm.gemm_size = n;
+  out.push_back(gemm);
+  return out;
+}
+
+void check_cublas(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS) throw_cuda("cublas", cublasGetStatusString(status), call, __FILE__, __LINE__);
+}
+
+class CublasHandle {
+ public:
+  CublasHandle() { check_cublas(cublasCreate(&handle_), "cublasCreate"); }
+  ~CublasHandle() { cublasDestroy(handle_); }
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+double best_ms_of(const std::function<void()>& launch, cudaStream_t stream) {
+  double best = 1e30;
+  for (int i = 0; i < 3; ++i) best = std::min(best, time_launches(launch, 2, stream));
+  return best;
+}
+
+double cublas_tf32_gflops(int n, cudaStream_t stream) {
+  const size_t elements = size_t(n) * n;
+  DeviceArray<float> a(elements), b(elements), c(elements);
+  fill_uniform(a.get(), int64_t(elements), 11, stream);
+  fill_uniform(b.get(), int64_t(elements), 12, stream);
+  CublasHandle handle;
+  check_cublas(cublasSetStream(handle.get(), stream), "cublasSetStream");
+  const float alpha = 1, beta = 0;
+  const double ms = best_ms_of(
+      [&] {
+        check_cublas(cublasGemmEx(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.get(), CUDA_R_32F, n,
+                                  b.get(), CUDA_R_32F, n, &beta, c.get(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                  CUBLAS_GEMM_DEFAULT),
+                     "cublasGemmEx");
+      },
+      stream);
+  return 2.0 * n * double(n) * n / (ms * 1e-3) / 1e9;
+}
+
+// Runs on one wave: as many blocks as the method asks for an SM, or as fit (its name says how many ran).
+double kernel_tf32_gflops(Tf32Method& m, const Module& module, const DeviceInfo& dev, cudaStream_t stream) {
+  const CUfunction fn = module.function(m.kernel);
+  const KernelAttributes attrs = kernel_attributes(fn, m.threads, m.dynamic_smem);
+  if (attrs.blocks_per_sm < 1) throw CudaError(m.kernel + ": no block of it fits an SM");
+  m.blocks_per_sm = std::min(m.blocks_per_sm, attrs.blocks_per_sm);
+  m.name += ", " + std::to_string(m.threads) + " threads x " + std::to_string(m.blocks_per_sm) + " blocks per SM";
+  const int blocks = dev.sms * m.blocks_per_sm;
+  DeviceArray<float> sink(static_cast<size_t>(blocks));
+  float* sink_ptr = sink.get();
+  int iterations = m.iterations;
+  void* args[] = {&sink_ptr, &iterations};
+  const double ms = best_ms_of([&] { launch(fn, dim3(blocks), dim3(m.threads), m.dynamic_smem, stream, args); }, stream);
+  return double(blocks) * m.threads * m.iterations * m.flops_per_thread_iteration / (ms * 1e-3) / 1e9;
+}
+
+// After a method threw: a sticky error leaves the context unusable, and the caller must know.
+void rethrow_if_context_lost() {
+  cudaGetLastError();
+  if (cudaDeviceSynchronize() != cudaSuccess) {
+    mark_context_lost();
+    throw;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> tf32_method_names(const DeviceInfo& dev) {
+  std::vector<std::string> names;
+  for (const auto& m : tf32_methods(dev)) names.push_back(m.name);
+  return names;
+}
+
+void measure_tf32_ceiling(const DeviceInfo& dev, Ceilings& c) {
+  if (const std::string why = no_tf32_reason(dev); !why.empty()) {
+    c.tf32_unavailable = why;
+    return;
+  }
+  Stream stream;
+  JitCache jit(JitCache::default_dir(), dev.arch());
+  c.tf32_trials = json::object();
+  for (Tf32Method& m : tf32_methods(dev)) {
+    try {
+      const double gflops = m.gemm_size > 0 ? cublas_tf32_gflops(m.gemm_size, stream.get())
+                                            : kernel_tf32_gflops(m, *jit.module({"tf32_ceiling.cuh", {}}), dev, stream.get());
+      c.tf32_trials[m.name] = gflops;
+      if (gflops > c.tf32_gflops) {
+        c.tf32_gflops = gflops;
+        c.tf32_method = m.name;
+      }
+    } catch (const std::exception& e) {  // a failed compile or launch costs its method only
+      rethrow_if_context_lost();
+      if (c.tf32_failures.is_null()) c.tf32_failures = json::object();
+      c.tf32_failures[m.name] = e.what();
+    }
+  }
+  if (c.tf32_gflops <= 0) c.tf32_unavailable = "every TF32 method failed (tf32_failures says why)";
 }
 
 }  // namespace convtune

@@ -119,9 +119,7 @@ ErrorSums compare_to_reference(const float* out, const double* ref, int64_t n, c
   return host;
 }
 
-// Milliseconds per launch of `launch`, averaged over `repeats` after one warm-up launch.
-template <typename Launch>
-static double time_launches(Launch launch, int repeats, cudaStream_t s) {
+double time_launches(const std::function<void()>& launch, int repeats, cudaStream_t s) {
   launch();
   CT_CHECK_LAUNCH();
   Event start, stop;

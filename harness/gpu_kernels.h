@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 
 namespace convtune {
 
@@ -21,6 +22,9 @@ struct ErrorSums {
 };
 ErrorSums compare_to_reference(const float* out, const double* ref, int64_t n, cudaStream_t s);
 
+// Milliseconds per call of `launch` (work queued on `s`), averaged over `repeats` calls after one warm-up call.
+double time_launches(const std::function<void()>& launch, int repeats, cudaStream_t s);
+
 // Ceilings. Both return elapsed milliseconds per launch, averaged over `repeats` after a warm-up.
 // loads_in_flight 0: cudaMemcpyAsync device-to-device; 1, 2, 4, 8: the copy kernel with that many float4
 // loads per thread issued before its stores, on sms * blocks_per_sm blocks of `threads`.
@@ -32,6 +36,5 @@ double time_copy(const CopyMethod& m, float* dst, const float* src, int64_t n, i
 double time_fma(int chains, float* sink, int blocks, int threads, int iterations, int repeats, cudaStream_t s);
 // A grid-stride launch size for n elements: enough blocks to fill the device, at most 65536.
 int grid_for(int64_t n, int threads);
-
 
 }  // namespace convtune

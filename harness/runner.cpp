@@ -92,6 +92,20 @@ ProblemBuffers& Runner::buffers_for(const Problem& p) {
   return *buffers_;
 }
 
+// The same work against the ceiling of the math it runs on (3xTF32 and TF32 kernels pass the FMA rate);
+// floor_math_ms is left out where that ceiling was not measured (no TF32 tensor cores, an older run).
+static void add_math_floor(json& r, const Variant& v, const Config& c, const Ceilings& ceilings, double bytes,
+                           double flops) {
+  Math math;
+  try {
+    math = v.math_of(c);
+  } catch (const InputError&) {
+    return;  // a config naming no known math, which can_implement refuses: its skipped record states none
+  }
+  r["math"] = math_name(math);
+  if (const double floor = ceilings.floor_ms(bytes, flops, math); floor > 0) r["floor_math_ms"] = floor;
+}
+
 json Runner::skeleton(const Variant& v, const Problem& p, const Config& c, const Ceilings& ceilings) {
   json r;
   r["schema"] = kSchemaVersion;
@@ -112,12 +126,24 @@ json Runner::skeleton(const Variant& v, const Problem& p, const Config& c, const
   r["floor_ms"] = ceilings.floor_ms(cost.bytes_min, cost.flops);
   // The variant's own roofline: a spectral method does fewer flops than the direct sum, so it can beat
   // floor_ms; this one says how close it runs to the limit of the work it does.
-  r["floor_own_ms"] = ceilings.floor_ms(cost.bytes_min, cost.flops_variant > 0 ? cost.flops_variant : cost.flops);
+  const double own_flops = cost.flops_variant > 0 ? cost.flops_variant : cost.flops;
+  r["floor_own_ms"] = ceilings.floor_ms(cost.bytes_min, own_flops);
+  add_math_floor(r, v, c, ceilings, cost.bytes_min, own_flops);
   r["complexity"] = v.complexity();
   if (const auto* plugin = dynamic_cast<const PluginVariant*>(&v)) r["plugin"] = plugin->provenance();
   r["timestamp"] = now_iso();
   r["status"] = status::ok;
   return r;
+}
+
+void add_rates(json& r, double median_ms) {
+  const double sec = median_ms * 1e-3;
+  r["gbps_effective"] = sec > 0 ? r["bytes_min"].get<double>() / sec / 1e9 : 0;
+  r["gflops"] = sec > 0 ? r["flops"].get<double>() / sec / 1e9 : 0;
+  r["roofline_fraction"] = median_ms > 0 ? r["floor_ms"].get<double>() / median_ms : 0;
+  r["roofline_fraction_own"] = median_ms > 0 ? r["floor_own_ms"].get<double>() / median_ms : 0;
+  if (r.contains("floor_math_ms") && median_ms > 0)
+    r["roofline_fraction_math"] = r["floor_math_ms"].get<double>() / median_ms;
 }
 
 json Runner::verify(const Variant& v, const Config& c, Plan& plan, ProblemBuffers& b, bool fresh_inputs) {
@@ -189,11 +215,7 @@ json Runner::run(const Variant& v, const Problem& p, const Config& c) {
       r["reason"] = "correct before timing, wrong after: a race or state kept between runs";
       return r;
     }
-    const double sec = t.median_ms * 1e-3;
-    r["gbps_effective"] = sec > 0 ? r["bytes_min"].get<double>() / sec / 1e9 : 0;
-    r["gflops"] = sec > 0 ? r["flops"].get<double>() / sec / 1e9 : 0;
-    r["roofline_fraction"] = t.median_ms > 0 ? r["floor_ms"].get<double>() / t.median_ms : 0;
-    r["roofline_fraction_own"] = t.median_ms > 0 ? r["floor_own_ms"].get<double>() / t.median_ms : 0;
+    add_rates(r, t.median_ms);
   } catch (const Unsupported& e) {
     r["status"] = status::skipped;
     r["reason"] = e.what();

@@ -61,6 +61,10 @@ class Runner {
   std::unique_ptr<ProblemBuffers> buffers_;
 };
 
+// A timed record's rates from its median time and its skeleton's figures: effective bandwidth, GFLOP/s, and
+// the fraction of each floor (floor_ms, floor_own_ms, floor_math_ms where the record has it) the time reaches.
+void add_rates(json& record, double median_ms);
+
 // Fails with InputError naming the problem when its buffers cannot fit in the device's memory.
 void check_fits(const Problem& p, const DeviceInfo& dev, const std::string& where);
 

@@ -5,10 +5,26 @@
 #include <set>
 
 #include "harness/records.h"
+#include "harness/variant.h"
 
 namespace convtune {
 
 static double rel_stderr(const json& r) { return r.at("time").value("rel_stderr", 0.0); }
+
+// The first of record.math, details.math and config.math that is a string; fp32 when none is.
+static std::string record_math(const json& r) {
+  const json none = json::object();
+  for (const json* o : {&r, r.contains("details") ? &r["details"] : &none, r.contains("config") ? &r["config"] : &none})
+    if (o->is_object() && o->contains("math") && (*o)["math"].is_string()) return (*o)["math"].get<std::string>();
+  return kMathFp32;
+}
+
+MathFraction math_fraction(const json& r) {
+  const std::string math = record_math(r);
+  if (r.contains("roofline_fraction_math")) return {math, r["roofline_fraction_math"].get<double>()};
+  if (math == kMathFp32 && r.contains("roofline_fraction_own")) return {math, r["roofline_fraction_own"].get<double>()};
+  return {math, std::nan("")};
+}
 
 double noise_threshold(const json& a, const json& b) {
   return std::max(0.01, 3.0 * std::hypot(rel_stderr(a), rel_stderr(b)));

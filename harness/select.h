@@ -26,6 +26,15 @@ struct Choice {
 
 constexpr size_t kAlternates = 4;
 
+// The math a record ran on and its time's fraction of that math's floor, for runs from before the TF32 ceiling
+// too: the math is the record's "math", else details.math, else config.math, else fp32; the fraction its
+// roofline_fraction_math, else for fp32 its roofline_fraction_own (the same floor), else NaN (not known).
+struct MathFraction {
+  std::string math;
+  double fraction;
+};
+MathFraction math_fraction(const json& record);
+
 // Two medians differ beyond noise when their gap exceeds this relative amount: the larger of 1% and
 // three times the combined relative standard errors.
 double noise_threshold(const json& a, const json& b);

@@ -39,6 +39,7 @@ Status wgmma_supported(const DeviceInfo& dev);
 inline constexpr const char* kMathFp32 = "fp32";
 inline constexpr const char* kMath3xTf32 = "3xtf32";
 inline constexpr const char* kMathTf32 = "tf32";
+// Math by these names: math_name and math_from_name (harness/device.h).
 
 struct Cost {
   double flops = 0;          // direct-equivalent: 2 * taps * outputs
@@ -98,6 +99,9 @@ class Variant {
                                         JitCache& jit) const = 0;
   // Lower is simpler / more general: the tie-break between candidates within noise of each other.
   virtual int complexity() const { return 5; }
+  // The arithmetic this config's flops run on, whose ceiling its records are judged against (FP32 FMA unless
+  // a variant says otherwise: tensor-core kernels, libraries allowed TF32).
+  virtual Math math_of(const Config&) const { return Math::fp32_fma; }
 };
 
 class Registry {

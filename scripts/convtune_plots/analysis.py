@@ -304,6 +304,32 @@ def roofline_fraction(rec: dict) -> Optional[float]:
     return f / ms if f and ms else None
 
 
+def math_of(rec: dict) -> str:
+    """The math a record ran on ("fp32", "tf32", "3xtf32"): its "math", else details.math, else config.math,
+    else fp32 (runs from before records stated it; as math_fraction in harness/select.cpp)."""
+    for src in (rec, rec.get("details"), rec.get("config")):
+        if isinstance(src, dict) and isinstance(src.get("math"), str) and src["math"]:
+            return src["math"]
+    return "fp32"
+
+
+def math_fraction(rec: dict) -> Optional[float]:
+    """The record's own work against the ceiling of its math (FP32 FMA, TF32, a third of TF32 for 3xTF32):
+    roofline_fraction_math, else floor_math_ms / time; for fp32 records of older runs the same floor is
+    floor_own_ms. None where the run measured no ceiling of that math."""
+    v = num(rec.get("roofline_fraction_math"))
+    if v is not None:
+        return v
+    ms = median_ms(rec)
+    floor = pos(rec.get("floor_math_ms"))
+    if floor is None and math_of(rec) == "fp32":
+        v = num(rec.get("roofline_fraction_own"))
+        if v is not None:
+            return v
+        floor = pos(rec.get("floor_own_ms"))
+    return floor / ms if floor and ms else None
+
+
 def floor_of(records: list) -> dict:
     """problem_key -> floor_ms (the same for every record of a problem; first usable one wins)."""
     out = {}

@@ -29,6 +29,7 @@ from .analysis import (  # noqa: E402
     fmt_dims,
     fmt_margin,
     latest_ok,
+    math_of,
     measured_intensity,
     method_of,
     problem_label,
@@ -55,6 +56,8 @@ STYLE = {
 matplotlib.rcParams.update(STYLE)
 
 LIB_MARKER, OWN_MARKER, PROFILED_MARKER = "s", "o", "D"
+# The tensor-core roofs (summary.json's tf32_gflops, and a third of it for the 3xTF32 split): name, colour, dashes.
+TENSOR_ROOFS = {"tf32": ("TF32", "tab:purple", "--"), "3xtf32": ("3xTF32", "tab:red", "-.")}
 PROFILED_LABEL = "profiled: at measured DRAM bytes (ncu)"
 
 
@@ -156,15 +159,18 @@ def roofline(run: Run, family: str) -> Optional[Figure]:
     xs = [p[1] for p in points] + [p[2] for p in points if p[2]] + [p[1] for p in profiled]
     ys = [p[3] for p in points] + [p[3] for p in profiled]
     xlo, xhi = min(xs) / 3, max(xs) * 3
+    tensor = {m: r for m, r in run.math_ceilings.items() if m in TENSOR_ROOFS} if bw and fp else {}
     if bw and fp:
         ridge = fp / bw
-        xlo, xhi = min(xlo, ridge / 4), max(xhi, ridge * 4)
+        xlo, xhi = min(xlo, ridge / 4), max(xhi, ridge * 4, *(2 * r / bw for r in tensor.values()))
         grid = np.logspace(math.log10(xlo), math.log10(xhi), 400)
         roof = np.minimum(fp, bw * grid)
         ax.plot(grid, roof, color="black", lw=2, zorder=2, label="roof: min(FP32, copy bandwidth × I)")
         ax.axvline(ridge, color="black", lw=0.8, ls=":", zorder=1)
+        _tensor_roofs(ax, grid, bw, tensor)
+        _own_roof_links(ax, points, bw, tensor)
         ylo = min(min(ys) / 3, bw * xlo)
-        yhi = max(max(ys), fp) * 2.5
+        yhi = max(max(ys), fp, *tensor.values()) * 2.5
     else:
         ax.text(0.5, 0.97, "no measured ceilings in summary.json: roof not drawn", transform=ax.transAxes,
                 ha="center", va="top", fontsize=9, color="firebrick")
@@ -215,10 +221,7 @@ def roofline(run: Run, family: str) -> Optional[Figure]:
     notes = ["labels: each problem's chosen best candidate" if label_problems else
              f"{len(best)} problems: points not labelled"]
     if bw and fp:
-        above = sum(1 for p in points if p[3] > min(fp, bw * p[1]) * 1.02)
-        if above:
-            notes.append(f"{above} points above the roof at their modelled intensity: the model counts loads "
-                         "that caches serve (see the faint points at intensity_min)")
+        notes += _roof_notes(run, points, bw, fp, tensor)
     if profiled:
         notes.append(f"hollow diamonds: {len(profiled)} candidates profiled under Nsight Compute, at "
                      "direct-equivalent FLOPs / measured DRAM bytes, joined to their modelled intensity; right of "
@@ -239,10 +242,48 @@ def roofline(run: Run, family: str) -> Optional[Figure]:
                     rotation=angle, rotation_mode="anchor", fontsize=8, color="0.25", ha="left", va="bottom")
         ax.annotate(f"FP32 {fp:,.0f} GFLOP/s", (xhi, fp), xytext=(-4, 5), textcoords="offset points",
                     fontsize=8, ha="right", va="bottom", color="0.25")
+        for m, rate in tensor.items():
+            name, color, _ = TENSOR_ROOFS[m]
+            ax.annotate(f"{name} {rate:,.0f} GFLOP/s", (xhi, rate), xytext=(-4, 5), textcoords="offset points",
+                        fontsize=8, ha="right", va="bottom", color=color)
         ax.annotate(f"ridge {fp / bw:.3g} FLOP/B", (fp / bw, ylo), xytext=(-3, 4), textcoords="offset points",
                     rotation=90, fontsize=7.5, ha="right", va="bottom", color="0.3")
     _unstack(fig, tags)
     return fig
+
+
+def _tensor_roofs(ax, grid, bw: float, tensor: dict) -> None:
+    """The roof of each tensor-core math the run measured: min(its rate, copy bandwidth × I)."""
+    for m, rate in tensor.items():
+        name, color, dashes = TENSOR_ROOFS[m]
+        ax.plot(grid, np.minimum(rate, bw * grid), color=color, ls=dashes, lw=1.4, zorder=2, gid=f"roof_{m}",
+                label=f"roof of {name} math: min({name}, copy bandwidth × I)")
+
+
+def _own_roof_links(ax, points: list, bw: float, tensor: dict) -> None:
+    """Each point whose math has a tensor roof, joined up to that roof at its intensity: the distance to its
+    own ceiling (FP32 points' roof is the black one)."""
+    for p in points:
+        m = math_of(p[4])
+        if m in tensor:
+            ax.plot([p[1], p[1]], [p[3], min(tensor[m], bw * p[1])], color=TENSOR_ROOFS[m][1], lw=0.8, ls=":",
+                    zorder=3, gid=f"own_roof_link_{m}")
+
+
+def _roof_notes(run: Run, points: list, bw: float, fp: float, tensor: dict) -> list:
+    """Points above their own math's roof; tensor-core points with no tensor roof to place them against."""
+    notes = []
+    above = sum(1 for p in points if p[3] > min(tensor.get(math_of(p[4]), fp), bw * p[1]) * 1.02)
+    if above:
+        notes.append(f"{above} points above their math's roof at their modelled intensity: the model counts loads "
+                     "that caches serve (see the faint points at intensity_min)")
+    if tensor:
+        notes.append("dotted up to a coloured roof: a tensor-core point's distance to the ceiling of its own math")
+    orphans = sorted({math_of(p[4]) for p in points} - {"fp32"} - set(tensor))
+    if orphans:
+        why = run.tf32_unavailable or "summary.json has no tf32_gflops (a run from before the TF32 ceiling)"
+        notes.append(f"{', '.join(orphans)} points: no tensor-core roof ({why}); drawn against FP32 only")
+    return notes
 
 
 def _profiled_points(run: Run, family: str) -> list:

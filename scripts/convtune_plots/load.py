@@ -100,6 +100,28 @@ class Run:
             return None, None
         return pos(c.get("copy_gbps")), pos(c.get("fp32_gflops"))
 
+    @property
+    def math_ceilings(self) -> dict:
+        """Math -> its compute ceiling in GFLOP/s of the fp32 work, for those summary.json holds: "fp32" the
+        FMA rate, "tf32" the TF32 tensor-core rate, "3xtf32" a third of it (three products a multiply-add).
+        Runs from before the TF32 ceiling have fp32 only."""
+        c = self.summary.get("ceilings")
+        c = c if isinstance(c, dict) else {}
+        out = {}
+        fp, tf = pos(c.get("fp32_gflops")), pos(c.get("tf32_gflops"))
+        if fp:
+            out["fp32"] = fp
+        if tf:
+            out["tf32"], out["3xtf32"] = tf, tf / 3
+        return out
+
+    @property
+    def tf32_unavailable(self) -> Optional[str]:
+        """Why summary.json has no TF32 rate, where the run said (a device without TF32 tensor cores)."""
+        c = self.summary.get("ceilings")
+        why = c.get("tf32_unavailable") if isinstance(c, dict) else None
+        return why if isinstance(why, str) and why else None
+
     # --- record helpers --------------------------------------------------------------------------
     def ok(self) -> list:
         """Usable ok records: status ok with a positive time.median_ms (checked at load time)."""

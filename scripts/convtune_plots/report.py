@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .analysis import (
-    fmt_margin, gbps, latest_ok, local_memory, measured_bytes, measured_intensity, model_over_measured,
-    roofline_fraction, select_best, short_variant,
+    achieved_gflops, fmt_margin, gbps, latest_ok, local_memory, math_fraction, math_of, measured_bytes,
+    measured_intensity, model_over_measured, roofline_fraction, select_best, short_variant,
 )
 from .load import Run, count_statuses, family_of, median_ms, num, pmetric, profile_ok, ptext, variant_of
 
@@ -103,6 +103,10 @@ def device_table(run: Run) -> Table:
     rows.append(["measured FP32 throughput", f"{fp:,.0f} GFLOP/s" if fp else "not measured"])
     if bw and fp:
         rows.append(["ridge intensity", f"{fp / bw:.3g} FLOP/byte"])
+    tf32 = run.math_ceilings.get("tf32")
+    rows.append(["measured TF32 tensor-core throughput",
+                 f"{tf32:,.0f} GFLOP/s (3xTF32: a third, {tf32 / 3:,.0f})" if tf32
+                 else run.tf32_unavailable or "not measured"])
     return Table(["", ""], rows, "ll")
 
 
@@ -198,6 +202,22 @@ def best_table(run: Run) -> Table:
     if profiled:
         return Table(heads + ["limiter", "measured / model bytes"], rows, "llrrrlrrlr")
     return Table(heads, rows, "llrrrlrr")
+
+
+def math_table(run: Run) -> Table:
+    """Each problem's best candidate against the ceiling of the math it ran on (as `convtune best`'s %math)."""
+    best = select_best(run.records)
+    ceilings = run.math_ceilings
+    rows = []
+    problems = run.problems()
+    for k in sorted(best, key=lambda k: (run.families().index(family_of(best[k].best)),
+                                         problems.index(k) if k in problems else 0)):
+        b = best[k].best
+        m = math_of(b)
+        rows.append([k, b["candidate"], m, _fmt(achieved_gflops(b), 4), _fmt(ceilings.get(m), 4),
+                     _fraction(math_fraction(b))])
+    return Table(["problem", "best candidate", "math", "GFLOP/s", "ceiling of its math (GFLOP/s)",
+                  "of its math's ceiling"], rows, "lllrrr")
 
 
 def spill_warnings(run: Run) -> list:
@@ -305,6 +325,10 @@ def _sections(run: Run, compare_run: Optional[Run]) -> list:
     secs.append(("", "Best: the fastest ok candidate, or a simpler one within measurement noise of it (as "
                      "`convtune best`). Margin: runner-up variant's best time / best time − 1. Ties: other "
                      "candidates within noise. Roofline: floor_ms / median time."))
+    secs.append(("Best candidate per problem against the ceiling of its math", math_table(run)))
+    secs.append(("", "The candidate's own work (flops_variant) against the roof of the math it ran on: FP32 FMA, "
+                     "TF32 tensor cores, or a third of TF32 for the 3xTF32 split (three products a multiply-add); – "
+                     "where the run measured no ceiling of that math. GFLOP/s: direct-equivalent flops / median time."))
     spills = spill_warnings(run)
     if spills:
         secs.append(("Register spills in chosen candidates", ("list", spills)))
@@ -397,4 +421,4 @@ def html_report(run: Run, plots: list, compare_run: Optional[Run] = None) -> str
 
 
 __all__ = ["Plot", "Table", "markdown", "html_report", "best_table", "device_table", "status_table", "profiles_table",
-           "spill_warnings"]
+           "spill_warnings", "math_table"]

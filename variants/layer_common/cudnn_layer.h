@@ -32,6 +32,7 @@ class CudnnLayerVariant : public Variant {
   Status can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
   Cost cost(const Problem& p, const Config&) const override { return cudnn_layer_cost(p); }
   Tolerance tolerance(const Problem& p, const Config& c) const override;
+  Math math_of(const Config& c) const override { return math_from_name(c.value("math", std::string(kMathFp32))); }
   std::unique_ptr<Plan> prepare(const Problem& p, const Config& c, const DeviceInfo& dev, JitCache& jit) const override;
 
  protected:

@@ -119,6 +119,7 @@ class Im2colGemmVariant : public Variant {
   Tolerance tolerance(const Problem& p, const Config& c) const override;
   std::vector<JitProgram> programs(const Problem& p, const Config& c) const override;
   int complexity() const override { return 3; }
+  Math math_of(const Config& c) const override { return math_from_name(c.value("math", std::string(kMathFp32))); }
 
  protected:
   virtual std::string source() const = 0;

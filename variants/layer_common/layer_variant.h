@@ -21,6 +21,7 @@ namespace convtune {
 bool tf32_allowed(const Problem& p);  // precision == 1 (pooling has no precision: false)
 // A math name is allowed for this problem; the reason names the precision rule otherwise.
 Status math_allowed(const Problem& p, const std::string& math);
+std::string config_math(const Config& c);  // the config's "math", or fp32
 
 // The tolerance of a method whose every output is a sum of `sum_length` products: fp32 and 3xtf32 get
 // the direct fp32 bound, growing like sqrt(sum_length); tf32 a bound of TF32's 2^-11 rounding.
@@ -88,6 +89,7 @@ class JitLayerVariant : public Variant {
   std::vector<JitProgram> programs(const Problem& p, const Config& c) const override;
   std::unique_ptr<Plan> prepare(const Problem& p, const Config& c, const DeviceInfo& dev,
                                 JitCache& jit) const override;
+  Math math_of(const Config& c) const override { return math_from_name(config_math(c)); }
   // Bytes each operand (inputs, then the output) must start on, checked in bind; none beyond a float's by
   // default.
   virtual std::vector<size_t> operand_alignments(const LayerShape&) const { return {}; }
@@ -101,7 +103,5 @@ class JitLayerVariant : public Variant {
   // default. Checked before launches(), which may assume them.
   virtual Status constraints(const LayerShape&, const Config&, const DeviceInfo&) const { return Status::yes(); }
 };
-
-std::string config_math(const Config& c);  // the config's "math", or fp32
 
 }  // namespace convtune
