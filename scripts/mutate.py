@@ -133,8 +133,11 @@ class Build:
         return lines[-1]
 
     def object_of(self, source):
+        """The file's object as the link lines name it (relative to the build folder)."""
         entry = self.compile[(self.tree / source).resolve()]
-        return entry["output"] if "output" in entry else re.search(r" -o (\S+)", entry["command"]).group(1)
+        obj = entry["output"] if "output" in entry else re.search(r" -o (\S+)", entry["command"]).group(1)
+        obj = Path(entry["directory"]) / obj
+        return os.path.relpath(obj, self.dir)
 
     def compile_mutant(self, source, mutant_path, obj):
         entry = self.compile[(self.tree / source).resolve()]
@@ -146,7 +149,9 @@ class Build:
                 del cmd[i:i + 2]
         cmd[cmd.index("-o") + 1] = str(obj)
         cmd[cmd.index("-c") + 1] = str(mutant_path)
-        return subprocess.run(cmd, cwd=entry["directory"], capture_output=True).returncode == 0
+        r = subprocess.run(cmd, cwd=entry["directory"], capture_output=True, text=True)
+        (obj.parent / "compile.log").write_text(r.stderr)
+        return r.returncode == 0
 
     def relink(self, target, original_obj, obj, out):
         cmd = self.links[target].replace(f" {original_obj} ", f" {obj} ")
