@@ -180,7 +180,8 @@ def _layer_problem(d):
         label += f" s{fmt_dim(d.get('u'))}"
     if "op" in d:
         label += " " + {0: "max", 1: "avg", 2: "avg-excl"}.get(d.get("op"), f"op{d.get('op')}")
-    label += "".join(f" +{k}" for k in ("bias", "relu") if d.get(k))
+    label += " +bias" if d.get("bias") else ""
+    label += {1: " +relu", 2: " +sigmoid", 3: " +tanh"}.get(d.get("relu") or 0, "")  # the relu dim holds the activation
     return label + (" tf32" if d.get("precision") else "")
 
 
