@@ -228,6 +228,10 @@ def run(args):
             r = json.loads(line)
             done[r["mutant"]] = r
     todo = [e for e in entries if e["mutant"] not in done]
+    # Round robin over the files, so that a time budget reaches every file rather than the first ones.
+    seen = {}
+    rank = [seen.setdefault(e["file"], []).append(e) or len(seen[e["file"]]) for e in todo]
+    todo = [e for _, _, e in sorted(zip(rank, range(len(todo)), todo), key=lambda t: (t[0], t[1]))]
     free = list(workers)
     deadline = time.time() + args.budget if args.budget else None
     with open(results_path, "a" if args.resume else "w") as out, futures.ThreadPoolExecutor(args.workers) as pool:
