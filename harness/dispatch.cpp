@@ -427,14 +427,15 @@ void header_table(std::ostringstream& o, const CompiledTable& c) {
     << "inline constexpr char kGitSha[] = " << c_string(sha) << ";\n\n";
   o << "inline constexpr FamilyInfo kFamilies[] = {\n";
   for (const rules::FamilyInfo& f : c.families) {
-    std::string names, flags, required;
+    std::string names, flags, required, defaults;
     for (int i = 0; i < f.n_dims; ++i) {
       names += (i ? ", " : "") + c_string(f.dims[i]);
       flags += std::string(i ? ", " : "") + (f.constraint[i] ? "true" : "false");
       required += std::string(i ? ", " : "") + (f.required[i] ? "true" : "false");
+      defaults += (i ? ", " : "") + std::to_string(f.defaults[i]);
     }
     o << "    {" << c_string(f.name) << ", " << f.n_dims << ", {" << names << "}, {" << flags << "}, {" << required
-      << "}, " << f.default_index << ", " << f.model_index << "},\n";
+      << "}, " << f.default_index << ", " << f.model_index << ", " << f.min_dims << ", {" << defaults << "}},\n";
   }
   // A zero-length array is ill-formed: an empty list gets one unused {} element (the counts say 0).
   o << "};\ninline constexpr int kFamilyCount = " << c.families.size() << ";\n\n"

@@ -74,6 +74,10 @@ struct FamilyInfo {
   bool required[kMaxDims];
   int default_index;  // into Table::defaults, -1 if none
   int model_index;    // into Table::models, -1 if none
+  // A caller may pass only the first min_dims dims: the rest take these values (dims added later with a
+  // default, e.g. conv2d's batch b, so that code written before them keeps working).
+  int min_dims;
+  int64_t defaults[kMaxDims];
 };
 
 struct Table {
@@ -277,7 +281,13 @@ inline int nearest_entries(const Table& t, const FamilyInfo& f, const int64_t* d
 inline Choice select(const Table& t, const char* family, const int64_t* dims, int n_dims, CanRun check = nullptr,
                      void* context = nullptr) {
   const FamilyInfo* f = find_family(t, family);
-  if (!f || !dims || n_dims != f->n_dims) return {nullptr, "none", 0};
+  if (!f || !dims || n_dims < f->min_dims || n_dims > f->n_dims) return {nullptr, "none", 0};
+  int64_t full[kMaxDims];
+  if (n_dims < f->n_dims) {
+    for (int i = 0; i < f->n_dims; ++i) full[i] = i < n_dims ? dims[i] : f->defaults[i];
+    dims = full;
+    n_dims = f->n_dims;
+  }
   for (int i = 0; i < n_dims; ++i)
     if (dims[i] < 0) return {nullptr, "none", 0};
   for (int e = 0; e < t.entry_count; ++e) {

@@ -162,6 +162,27 @@ int append_tree(std::vector<rules::Node>& nodes, const json& tree, int feature_c
   return depth;
 }
 
+// Whether a family's model was fitted on the dims this convtune gives the family. One of an older convtune,
+// before a dim was added (conv2d's batch), is left out: the family takes the nearest rule, as a table without
+// a model does (the runtime says so once). A model that names the same dims must match in every other way.
+bool model_fits_dims(const json& m, const rules::FamilyInfo& f) {
+  if (!m.is_object()) return true;  // compile_model names what is wrong
+  if (!m.contains("dims")) {        // exported before models named their dims: judged by the feature count
+    rules::Model probe{};
+    for (const char* key : {"variants", "numeric", "strings"})
+      if (!m.contains(key) || !m[key].is_array()) return true;
+    probe.variant_count = int(m["variants"].size());
+    probe.numeric_count = int(m["numeric"].size());
+    probe.string_count = int(m["strings"].size());
+    return m.value("feature_count", -1) == rules::feature_count(probe, f);
+  }
+  const json& dims = m["dims"];
+  if (!dims.is_array() || int(dims.size()) != f.n_dims) return false;
+  for (int i = 0; i < f.n_dims; ++i)
+    if (!dims[size_t(i)].is_string() || dims[size_t(i)].get<std::string>() != f.dims[i]) return false;
+  return true;
+}
+
 rules::Model compile_model(DispatchTable& t, CompiledTable& c, const rules::FamilyInfo& f, const json& m,
                            const std::string& where) {
   try {
@@ -237,6 +258,8 @@ void DispatchTable::compile(const json& table, CompiledTable& c) {
       info.dims[i] = text(dims[i].name);
       info.constraint[i] = listed(cons, dims[i].name);
       info.required[i] = listed(required, dims[i].name);
+      info.defaults[i] = dims[i].default_value;
+      if (!dims[i].has_default) info.min_dims = int(i) + 1;  // the dims after the last without a default may be left out
     }
     info.default_index = -1;
     if (defaults.contains(f)) {
@@ -250,7 +273,7 @@ void DispatchTable::compile(const json& table, CompiledTable& c) {
     c.entries.push_back(make_entry(*this, e.value("family", std::string()), e, &e.at("problem"),
                                    where + ": entry " + e.value("problem_key", std::string("?"))));
   for (auto& info : c.families)
-    if (model.contains(info.name)) {
+    if (model.contains(info.name) && model_fits_dims(model[info.name], info)) {
       info.model_index = int(c.models.size());
       c.models.push_back(compile_model(*this, c, info, model[info.name], where + ": model of " + info.name));
       c.model_families.push_back(info.name);

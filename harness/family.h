@@ -46,11 +46,14 @@ class FamilyRegistry {
   void add(std::unique_ptr<Family> f);
   const Family* find(const std::string& name) const;
   const Family& get(const std::string& name) const;  // throws InputError naming the allowed families
+  // A registered family's dims (taken once, at registration); null for an unknown family.
+  const std::vector<DimSpec>* dims_of(const std::string& name) const;
   std::vector<const Family*> all() const;            // sorted by name
   std::string names_joined() const;
 
  private:
   std::vector<std::unique_ptr<Family>> families_;
+  std::vector<std::vector<DimSpec>> dims_;  // families_[i]'s dims
 };
 
 inline const Family& find_family(const std::string& name) { return FamilyRegistry::instance().get(name); }

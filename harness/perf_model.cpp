@@ -299,7 +299,10 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
   const float base = float(sum / double(y.size()));
   json strings = json::array();
   for (const auto& [k, v] : layout.strings) strings.push_back({k, v});
-  return {{"variants", layout.variants},
+  json dim_names = json::array();
+  for (const auto& d : find_family(family).dims()) dim_names.push_back(d.name);
+  return {{"dims", dim_names},
+          {"variants", layout.variants},
           {"numeric", layout.numeric},
           {"strings", strings},
           {"feature_count", columns},

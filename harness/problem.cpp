@@ -16,6 +16,14 @@ void FamilyRegistry::add(std::unique_ptr<Family> f) {
   if (find(f->name())) throw std::logic_error("family registered twice: " + f->name());
   families_.push_back(std::move(f));
   std::sort(families_.begin(), families_.end(), [](const auto& a, const auto& b) { return a->name() < b->name(); });
+  dims_.clear();
+  for (const auto& family : families_) dims_.push_back(family->dims());
+}
+
+const std::vector<DimSpec>* FamilyRegistry::dims_of(const std::string& name) const {
+  for (size_t i = 0; i < families_.size(); ++i)
+    if (families_[i]->name() == name) return &dims_[i];
+  return nullptr;
 }
 
 const Family* FamilyRegistry::find(const std::string& name) const {
@@ -46,16 +54,33 @@ Problem example_problem(const std::string& family) { return find_family(family).
 
 const Family& Problem::type() const { return find_family(family); }
 
+static const DimSpec* dim_spec(const std::string& family, const std::string& dim) {
+  const std::vector<DimSpec>* specs = FamilyRegistry::instance().dims_of(family);
+  if (!specs) return nullptr;
+  for (const auto& d : *specs)
+    if (d.name == dim) return &d;
+  return nullptr;
+}
+
 int64_t Problem::at(const std::string& dim) const {
   auto it = dims.find(dim);
-  if (it == dims.end()) throw std::logic_error("problem " + key() + " has no dimension '" + dim + "'");
-  return it->second;
+  if (it != dims.end()) return it->second;
+  const DimSpec* d = dim_spec(family, dim);
+  if (d && d->has_default) return d->default_value;
+  throw std::logic_error("problem " + key() + " has no dimension '" + dim + "'");
+}
+
+// Whether a dim is left out of the key and the JSON: at its default, and declared so by the family.
+static bool left_out(const std::string& family, const std::string& dim, int64_t value) {
+  const DimSpec* d = dim_spec(family, dim);
+  return d && !d->keyed_at_default && d->has_default && value == d->default_value;
 }
 
 std::string Problem::key() const {
   std::string out = family + "/";
   bool first = true;
   for (const auto& [k, v] : dims) {
+    if (left_out(family, k, v)) continue;
     out += (first ? "" : ",") + k + "=" + std::to_string(v);
     first = false;
   }
@@ -65,7 +90,8 @@ std::string Problem::key() const {
 json Problem::to_json() const {
   json j;
   j["family"] = family;
-  for (const auto& [k, v] : dims) j[k] = v;
+  for (const auto& [k, v] : dims)
+    if (!left_out(family, k, v)) j[k] = v;
   return j;
 }
 

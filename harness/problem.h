@@ -21,6 +21,9 @@ struct DimSpec {
   std::string meaning;
   bool has_default = false;
   int64_t default_value = 0;
+  // false: a problem at the default leaves the dim out of its key and JSON, so that a dim added later
+  // (conv2d's batch) keeps the keys of earlier records.
+  bool keyed_at_default = true;
 };
 
 // An operand of a problem: one device array of floats (inputs first, the output last).
@@ -34,7 +37,7 @@ struct Problem {
   std::map<std::string, int64_t> dims;
 
   const Family& type() const;  // the registered family (throws InputError when unknown)
-  int64_t at(const std::string& dim) const;
+  int64_t at(const std::string& dim) const;  // a dim left out reads as its default, where it has one
   std::string key() const;  // "conv2d/h=8192,r=3,w=8192": stable, used to match records on resume
   json to_json() const;
   static Problem from_json(const json& j, const std::string& where = "problem");  // validates
@@ -44,7 +47,7 @@ struct Problem {
   double min_bytes() const;     // each input read once, the output written once
   int64_t output_elements() const { return operands().back().elements; }
 
-  bool operator==(const Problem& o) const { return family == o.family && dims == o.dims; }
+  bool operator==(const Problem& o) const { return family == o.family && (dims == o.dims || key() == o.key()); }
   bool operator<(const Problem& o) const { return key() < o.key(); }
 };
 

@@ -27,7 +27,7 @@ def _cases(torch, cp, quick):
     g = torch.Generator(device="cuda").manual_seed(36)
     rand = lambda *s: torch.randn(*s, device="cuda", generator=g)
     cases = []
-    images, taps, layers = _shapes(quick)
+    images, batches, taps, layers = _shapes(quick)
     for size, r in images:
         img, f = rand(size, size), rand(2 * r + 1, 2 * r + 1)
         libs = {"torch conv2d": lambda img=img, f=f: F.conv2d(img[None, None], f[None, None], padding=f.shape[0] // 2)}
@@ -36,6 +36,14 @@ def _cases(torch, cp, quick):
             from cupyx.scipy import ndimage
             libs["cupyx.ndimage.correlate"] = lambda ci=ci, cf=cf: ndimage.correlate(ci, cf, mode="constant")
         cases.append((f"conv2d {size}^2 r={r}", lambda img=img, f=f: convtune.conv2d(img, f), libs))
+    for b, size, r in batches:
+        img, f = rand(b, size, size), rand(2 * r + 1, 2 * r + 1)
+        libs = {"torch conv2d": lambda img=img, f=f: F.conv2d(img[:, None], f[None, None], padding=f.shape[0] // 2)}
+        if cp is not None:
+            ci, cf = cp.from_dlpack(img), cp.from_dlpack(f)
+            from cupyx.scipy import ndimage  # a (1, 2r+1, 2r+1) filter: each image alone
+            libs["cupyx.ndimage.correlate"] = lambda ci=ci, cf=cf: ndimage.correlate(ci, cf[None], mode="constant")
+        cases.append((f"conv2d {b} x {size}^2 r={r}", lambda img=img, f=f: convtune.conv2d(img, f), libs))
     for m in taps:
         x, h = rand(SIGNAL), rand(m)
         libs = {"torch conv1d": lambda x=x, h=h: F.conv1d(x[None, None], h.flip(0)[None, None], padding=h.shape[0] - 1)}
@@ -58,6 +66,7 @@ def _cases(torch, cp, quick):
 # The shapes: conv2d images (size, r), conv1d filter lengths (n = 2^24), ResNet's layers (n, c, h = w, k,
 # r = s, stride); the quick run takes one of each.
 IMAGES = [(8192, 3), (2048, 3), (512, 3), (2048, 1), (2048, 7)]
+BATCHES = [(64, 512, 3), (1024, 128, 3), (16384, 32, 1)]  # (images, size, r): 2^24 pixels each
 TAPS = [17, 129, 1025, 8193]
 LAYERS = [(32, 3, 224, 64, 7, 2), (32, 64, 56, 64, 3, 1), (32, 128, 28, 128, 3, 1), (32, 256, 14, 256, 3, 1),
           (32, 512, 7, 512, 3, 1)]
@@ -65,16 +74,22 @@ SIGNAL = 1 << 24
 
 
 def _shapes(quick):
-    return ([IMAGES[1]], [TAPS[1]], [LAYERS[1]]) if quick else (IMAGES, TAPS, LAYERS)
+    return ([IMAGES[1]], [BATCHES[0]], [TAPS[1]], [LAYERS[1]]) if quick else (IMAGES, BATCHES, TAPS, LAYERS)
 
 
 def problems(quick):
     """The convtune problems (family, dims) the benchmark runs, for compiling them ahead."""
-    images, taps, layers = _shapes(quick)
+    images, batches, taps, layers = _shapes(quick)
     return ([("conv2d", {"h": size, "w": size, "r": r}) for size, r in images] +
+            [("conv2d", {"h": size, "w": size, "r": r, "b": b}) for b, size, r in batches] +
             [("conv1d", {"n": SIGNAL, "m": m, "mode": 1}) for m in taps] +
             layer_problems([((n, c, hw, hw), (k, c, r, r), (stride, stride), (r // 2, r // 2), True)
                             for n, c, hw, k, r, stride in layers]))
+
+
+def _matches(problem, only):
+    """Whether a (family, dims) problem may belong to a row named with `only` (compiled ahead only then)."""
+    return problem[0].startswith(only.split()[0])  # rows are named by family: "conv2d ...", "layer ..."...
 
 
 def bench(args):
@@ -84,13 +99,16 @@ def bench(args):
         import cupy as cp
     except ImportError:
         cp = None
-    prepare_s, notes = prepare_in_parallel(problems(args.quick), torch.cuda.current_device(), args.prepare_workers, True)
+    wanted = [p for p in problems(args.quick) if not args.only or _matches(p, args.only)]
+    prepare_s, notes = prepare_in_parallel(wanted, torch.cuda.current_device(), args.prepare_workers, True)
     print(f"kernels compiled ahead in {prepare_s:.1f} s ({args.prepare_workers} processes)", flush=True)
     for note in notes[:3] + ([f"... and {len(notes) - 3} more"] if len(notes) > 3 else []):
         print(f"  note: {note}", flush=True)
     rows = []
     print(f"{'problem':48} {'convtune ms':>12} {'best library':>24} {'ms':>9} {'speed-up':>9}")
     for name, ours, libs in _cases(torch, cp, args.quick):
+        if args.only not in name:
+            continue
         ours_ms = median_ms(ours, args.samples, torch)
         lib_ms = {lib: median_ms(fn, args.samples, torch) for lib, fn in libs.items()}
         best = min(lib_ms, key=lib_ms.get)
@@ -267,6 +285,7 @@ def _device_name(side):
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m convtune.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one shape of each kind")
+    parser.add_argument("--only", default="", help="the rows whose name contains this text (e.g. 'conv2d 64 x')")
     parser.add_argument("--samples", type=int, default=20, help="timed runs a problem (the median is kept)")
     parser.add_argument("--overhead", action="store_true",
                         help="measure the host's time per call, Python against the C++ runtime, instead")

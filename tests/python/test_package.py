@@ -116,6 +116,8 @@ def test_the_runtime_checks_dims_and_errors_name_the_python_argument():
     assert _dispatch.validated_dims("conv1d", {"n": 10, "m": 3}, {}) == {"n": 10, "m": 3, "mode": 1}
     with pytest.raises(ValueError, match=r"^filt: problem\.r: 40 is out of range; allowed 0\.\.32"):
         _dispatch.validated_dims("conv2d", {"h": 9, "w": 9, "r": 40}, {"r": "filt"})
+    with pytest.raises(ValueError, match=r"^image: problem\.b: 0 is out of range; allowed 1\.\.65535"):
+        _dispatch.validated_dims("conv2d", {"h": 9, "w": 9, "r": 1, "b": 0}, {"b": "image"})
     with pytest.raises(ValueError, match=r"^end: problem\.end: 9 is past the full convolution"):
         _dispatch.validated_dims("conv1d_parts", {"n": 4, "m": 4, "start": 0, "end": 9}, {"end": "end"})
     with pytest.raises(ValueError, match=r"^padding: problem\.pad_h: 3 >= r = 3"):

@@ -85,6 +85,20 @@ def test_conv2d_is_scipy_correlate_with_a_zero_border(backend, h, w, r):
     close(ref, ref2, 1e-12, 1e-12)
 
 
+@pytest.mark.parametrize("b, h, w, r", [(3, 1, 1, 1), (5, 37, 29, 3), (64, 128, 128, 2), (2, 300, 200, 9)])
+def test_a_batch_of_images_is_each_image_filtered_alone(backend, b, h, w, r):
+    images, filt = rand(b, h, w), rand(2 * r + 1, 2 * r + 1)
+    ref = np.stack([scipy_ndimage.correlate(i.astype(np.float64), filt.astype(np.float64), mode="constant")
+                    for i in images])
+    close(run(backend, convtune.conv2d, images, filt), ref)
+
+
+def test_an_image_of_four_axes_is_refused_naming_it(backend):
+    put, _ = backend
+    with pytest.raises(ValueError, match=r"^image: shape \(2, 3, 8, 8\); allowed: a 2D array"):
+        convtune.conv2d(put(rand(2, 3, 8, 8)), put(rand(3, 3)))
+
+
 @pytest.mark.parametrize("h, w, r", [(33, 41, 1), (256, 200, 4), (1024, 512, 9)])
 def test_sep_conv2d_is_correlation_with_the_outer_product(backend, h, w, r):
     image, row, col = rand(h, w), rand(2 * r + 1), rand(2 * r + 1)

@@ -14,7 +14,7 @@ class Conv2dCudnn : public Variant {
   std::string name() const override { return "conv2d.cudnn"; }
   std::string family() const override { return kConv2d; }
   std::string summary() const override {
-    return "cuDNN 9 cudnnConvolutionForward (legacy API), N=C=K=1 NCHW fp32, FMA math (no TF32), one algo per config";
+    return "cuDNN 9 cudnnConvolutionForward (legacy API), N=b, C=K=1 NCHW fp32, FMA math (no TF32), one algo per config";
   }
   bool library() const override { return true; }
   int complexity() const override { return 1; }
@@ -40,7 +40,7 @@ class Conv2dCudnn : public Variant {
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache&) const override {
     const Conv2d p(prob);
     const int h = int(p.h), w = int(p.w), f = int(p.fw()), r = int(p.r);
-    return make_cudnn_forward_plan({1, 1, h, w, 1, f, f, r, r, 1, 1, h, w, false}, c);
+    return make_cudnn_forward_plan({int(p.b), 1, h, w, 1, f, f, r, r, 1, 1, h, w, false}, c);
   }
 };
 

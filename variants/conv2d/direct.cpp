@@ -6,7 +6,7 @@
 namespace convtune {
 namespace {
 
-double outputs(const Conv2d& p) { return double(p.h * p.w); }
+double outputs(const Conv2d& p) { return double(p.pixels()); }
 double taps(const Conv2d& p) { return double(p.fw() * p.fw()); }
 
 Cost direct_cost(const Problem& prob, double bytes_model) {

@@ -13,6 +13,8 @@ __global__ void reference_conv2d_kernel(const float* __restrict__ image, const f
   const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t row = blockIdx.y * int64_t(blockDim.y) + threadIdx.y;
   if (row >= h || col >= w) return;
+  image += blockIdx.z * h * w;  // image blockIdx.z of the batch
+  out += blockIdx.z * h * w;
   const int fw = 2 * r + 1;
   double acc = 0;
   for (int m = -r; m <= r; ++m) {
@@ -31,24 +33,29 @@ class Conv2dFamily : public Family {
  public:
   std::string name() const override { return kConv2d; }
   std::string summary() const override {
-    return "one image h x w, filter (2r+1)^2, zero ghost cells, 'same' output, cross-correlation";
+    return "b images h x w, one filter (2r+1)^2, zero ghost cells, 'same' output, cross-correlation";
   }
   std::vector<DimSpec> dims() const override {
-    return {{"h", 1, 1 << 16, "image height"}, {"w", 1, 1 << 16, "image width"}, {"r", 0, 32, "filter radius"}};
+    return {{"h", 1, 1 << 16, "image height"},
+            {"w", 1, 1 << 16, "image width"},
+            {"r", 0, 32, "filter radius"},
+            {"b", 1, kMaxConv2dBatch, "images in the batch, one filter for all", true, 1, false}};
   }
   std::vector<Operand> operands(const Problem& p) const override {
     const Conv2d c(p);
-    return {{"image", c.h * c.w}, {"filter", c.fw() * c.fw()}, {"output", c.h * c.w}};
+    return {{"image", c.pixels()}, {"filter", c.fw() * c.fw()}, {"output", c.pixels()}};
   }
   double direct_flops(const Problem& p) const override {
     const Conv2d c(p);
-    return 2.0 * double(c.fw() * c.fw()) * double(c.h * c.w);
+    return 2.0 * double(c.fw() * c.fw()) * double(c.pixels());
   }
   Problem example() const override { return {kConv2d, {{"h", 4096}, {"w", 4096}, {"r", 3}}}; }
   std::vector<Problem> test_problems() const override {
     std::vector<Problem> out;
     for (auto [h, w, r] : awkward_image_shapes())
-      out.push_back({kConv2d, {{"h", h}, {"w", w}, {"r", r}}});
+      out.push_back({kConv2d, {{"h", h}, {"w", w}, {"r", r}, {"b", 1}}});
+    for (auto [b, h, w, r] : awkward_batches())
+      out.push_back({kConv2d, {{"h", h}, {"w", w}, {"r", r}, {"b", b}}});
     return out;
   }
   std::vector<std::string> constraint_dims() const override { return {"r"}; }  // compile-time in kernels
@@ -57,18 +64,21 @@ class Conv2dFamily : public Family {
     const Conv2d c(p);
     const auto& img = inputs.at(0);
     const auto& f = inputs.at(1);
-    std::vector<double> out(static_cast<size_t>(c.h * c.w));
-    for (int64_t i = 0; i < c.h; ++i)
-      for (int64_t j = 0; j < c.w; ++j) {
-        double acc = 0;
-        for (int64_t m = -c.r; m <= c.r; ++m)
-          for (int64_t n = -c.r; n <= c.r; ++n) {
-            const int64_t y = i + m, x = j + n;
-            if (y < 0 || y >= c.h || x < 0 || x >= c.w) continue;
-            acc += double(img[y * c.w + x]) * double(f[(m + c.r) * c.fw() + (n + c.r)]);
-          }
-        out[i * c.w + j] = acc;
-      }
+    std::vector<double> out(static_cast<size_t>(c.pixels()));
+    for (int64_t k = 0; k < c.b; ++k) {
+      const float* in = img.data() + k * c.h * c.w;
+      for (int64_t i = 0; i < c.h; ++i)
+        for (int64_t j = 0; j < c.w; ++j) {
+          double acc = 0;
+          for (int64_t m = -c.r; m <= c.r; ++m)
+            for (int64_t n = -c.r; n <= c.r; ++n) {
+              const int64_t y = i + m, x = j + n;
+              if (y < 0 || y >= c.h || x < 0 || x >= c.w) continue;
+              acc += double(in[y * c.w + x]) * double(f[(m + c.r) * c.fw() + (n + c.r)]);
+            }
+          out[(k * c.h + i) * c.w + j] = acc;
+        }
+    }
     return out;
   }
 
@@ -76,7 +86,7 @@ class Conv2dFamily : public Family {
                      cudaStream_t s) const override {
     const Conv2d c(p);
     dim3 block(32, 8);
-    dim3 grid(static_cast<unsigned>((c.w + 31) / 32), static_cast<unsigned>((c.h + 7) / 8));
+    dim3 grid(static_cast<unsigned>((c.w + 31) / 32), static_cast<unsigned>((c.h + 7) / 8), static_cast<unsigned>(c.b));
     reference_conv2d_kernel<<<grid, block, 0, s>>>(inputs.at(0), inputs.at(1), out, c.h, c.w, static_cast<int>(c.r));
     CT_CHECK_LAUNCH();
   }

@@ -59,21 +59,23 @@ class FftPlan : public Plan {
     h_ = p.h;
     w_ = p.w;
     r_ = p.r;
+    b_ = p.b;
     e_ = e;
-    pad_ = DeviceArray<float>(size_t(e.real()));
-    spec_ = DeviceArray<cufftComplex>(size_t(e.complex()));
+    pad_ = DeviceArray<float>(size_t(e.real() * b_));
+    spec_ = DeviceArray<cufftComplex>(size_t(e.complex() * b_));
     filter_spec_ = DeviceArray<cufftComplex>(size_t(e.complex()));
+    int extents[2] = {int(e.ph), int(e.pw)};  // b transforms of contiguous ph x pw images
     // Plans without their own work area: both share one buffer (they run in turn on one stream), and
     // workspace_bytes() can report it.
     size_t ws_fwd = 0, ws_inv = 0;
     CT_CUFFT(cufftCreate(&fwd_));
     fwd_made_ = true;
     CT_CUFFT(cufftSetAutoAllocation(fwd_, 0));
-    CT_CUFFT(cufftMakePlan2d(fwd_, int(e.ph), int(e.pw), CUFFT_R2C, &ws_fwd));
+    CT_CUFFT(cufftMakePlanMany(fwd_, 2, extents, nullptr, 1, 0, nullptr, 1, 0, CUFFT_R2C, int(b_), &ws_fwd));
     CT_CUFFT(cufftCreate(&inv_));
     inv_made_ = true;
     CT_CUFFT(cufftSetAutoAllocation(inv_, 0));
-    CT_CUFFT(cufftMakePlan2d(inv_, int(e.ph), int(e.pw), CUFFT_C2R, &ws_inv));
+    CT_CUFFT(cufftMakePlanMany(inv_, 2, extents, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2R, int(b_), &ws_inv));
     work_ = DeviceArray<char>(std::max(ws_fwd, ws_inv));
     if (work_.get()) {
       CT_CUFFT(cufftSetWorkArea(fwd_, work_.get()));
@@ -81,23 +83,25 @@ class FftPlan : public Plan {
     }
   }
 
-  // The filter's spectrum, once per filter (untimed, as an application with a fixed filter would).
+  // The filter's spectrum, once per filter (untimed, as an application with a fixed filter would): the
+  // batched plan transforms the first pad, holding the filter, and the others, whose spectra are dropped.
   void bind(const Operands& ops, cudaStream_t stream) override {
     in_ = ops.data.at(0);
     out_ = ops.output();
     fft_place_filter(ops.data.at(1), pad_.get(), r_, e_.ph, e_.pw, stream);
     CT_CUFFT(cufftSetStream(fwd_, stream));
-    CT_CUFFT(cufftExecR2C(fwd_, pad_.get(), filter_spec_.get()));
+    CT_CUFFT(cufftExecR2C(fwd_, pad_.get(), spec_.get()));
+    CT_CUDA(cudaMemcpyAsync(filter_spec_.get(), spec_.get(), filter_spec_.bytes(), cudaMemcpyDeviceToDevice, stream));
   }
 
   void run(cudaStream_t stream) override {
     CT_CUFFT(cufftSetStream(fwd_, stream));
     CT_CUFFT(cufftSetStream(inv_, stream));
-    fft_pad_image(in_, pad_.get(), h_, w_, e_.ph, e_.pw, stream);
+    fft_pad_image(in_, pad_.get(), h_, w_, e_.ph, e_.pw, b_, stream);
     CT_CUFFT(cufftExecR2C(fwd_, pad_.get(), spec_.get()));
-    fft_multiply(spec_.get(), filter_spec_.get(), e_.complex(), stream);
+    fft_multiply(spec_.get(), filter_spec_.get(), e_.complex(), b_, stream);
     CT_CUFFT(cufftExecC2R(inv_, spec_.get(), pad_.get()));  // may overwrite spec_: not needed after
-    fft_crop(pad_.get(), out_, h_, w_, e_.pw, float(1.0 / double(e_.real())), stream);
+    fft_crop(pad_.get(), out_, h_, w_, e_.ph, e_.pw, b_, float(1.0 / double(e_.real())), stream);
   }
 
   size_t workspace_bytes() const override {
@@ -105,7 +109,7 @@ class FftPlan : public Plan {
   }
 
  private:
-  int64_t h_ = 0, w_ = 0, r_ = 0;
+  int64_t h_ = 0, w_ = 0, r_ = 0, b_ = 1;
   Extents e_{0, 0};
   cufftHandle fwd_ = 0, inv_ = 0;
   bool fwd_made_ = false, inv_made_ = false;
@@ -141,11 +145,12 @@ class Conv2dFft : public Variant {
     if (!known_policy(policy)) return Status::no("unknown size_policy '" + policy + "' (pow2 or smooth)");
     const Extents e = extents(p, c);
     const std::string dims = std::to_string(e.ph) + "x" + std::to_string(e.pw);
-    // cufftMakePlan2d takes int extents; past 2^31 elements it needs the 64-bit plan API.
-    if (e.real() > INT_MAX) return Status::no("padded size " + dims + " has more than 2^31 elements");
-    // Padded real buffer, two spectra, and about one spectrum more for cuFFT's work area (an estimate:
-    // the real size is known only once the plan is made).
-    const double bytes = 4.0 * double(e.real()) + 3.0 * 8.0 * double(e.complex());
+    // cufftMakePlanMany takes int extents; past 2^31 elements it needs the 64-bit plan API.
+    if (e.real() * p.b > INT_MAX)
+      return Status::no("padded size " + dims + " times " + std::to_string(p.b) + " images has more than 2^31 elements");
+    // Padded real buffers, the spectra, and about as much again for cuFFT's work area (an estimate: the real
+    // size is known only once the plan is made); the filter's spectrum.
+    const double bytes = double(p.b) * (4.0 * double(e.real()) + 2.0 * 8.0 * double(e.complex())) + 8.0 * double(e.complex());
     if (dev.global_mem_bytes > 0 && bytes > 0.5 * double(dev.global_mem_bytes))
       return Status::no("padded size " + dims + " needs about " + std::to_string(int64_t(bytes / (1 << 20))) +
                         " MiB of buffers, over half the device memory");
@@ -155,10 +160,10 @@ class Conv2dFft : public Variant {
   Cost cost(const Problem& prob, const Config& c) const override {
     const Conv2d p(prob);
     const Extents e = extents(p, c);
-    const double n = double(e.real()), nc = double(e.complex()), hw = double(p.h * p.w);
+    const double n = double(e.real()) * double(p.b), nc = double(e.complex()) * double(p.b), hw = double(p.pixels());
     // Approximate: a real transform of n points costs half a complex one, 2.5 n log2 n; the timed path
     // runs two (image R2C, C2R; the filter's R2C is in bind, untimed), plus 6 flops per complex product.
-    const double fft_flops = 2.5 * n * std::log2(n);
+    const double fft_flops = 2.5 * n * std::log2(double(e.real()));  // b transforms of e.real() points
     const double flops_variant = 2.0 * fft_flops + 6.0 * nc;
     // Passes over the padded buffers, each 2D transform counted as one read + one write (a lower bound:
     // cuFFT makes more than one pass over large 2D sizes): image read + pad write, R2C, multiply (two

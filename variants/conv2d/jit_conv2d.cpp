@@ -10,8 +10,8 @@ namespace convtune {
 
 
 double tiled_bytes(const Conv2d& p, int64_t tile_x, int64_t tile_y, double loads_per_block) {
-  const double blocks = double(ceil_div(p.w, tile_x)) * double(ceil_div(p.h, tile_y));
-  return 4.0 * (blocks * loads_per_block + double(p.h * p.w));
+  const double blocks = double(ceil_div(p.w, tile_x)) * double(ceil_div(p.h, tile_y)) * double(p.b);
+  return 4.0 * (blocks * loads_per_block + double(p.pixels()));
 }
 
 int64_t taps_inside_tile(int64_t b, int64_t r) {
@@ -55,6 +55,7 @@ class JitConv2dPlan : public Plan {
   JitConv2dPlan(std::shared_ptr<Module> module, LaunchShape shape, const Conv2d& p, bool constant_filter)
       : module_(std::move(module)), shape_(shape), h_(static_cast<int>(p.h)), w_(static_cast<int>(p.w)),
         filter_elems_(p.fw() * p.fw()) {
+    shape_.grid.z = static_cast<unsigned>(p.b);  // one image per grid.z index
     fn_ = module_->function("conv2d_kernel");
     const int threads = static_cast<int>(shape.block.x * shape.block.y * shape.block.z);
     attrs_ = kernel_attributes(fn_, threads, shape.dynamic_smem);

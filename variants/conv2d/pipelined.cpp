@@ -33,8 +33,8 @@ class Conv2dPipelined : public JitConv2dVariant {
     const Conv2d p(prob);
     const int64_t all_steps = ceil_div(p.h, tile_y(c)), segments = ceil_div(all_steps, cfg_int(c, "steps"));
     const double staged_rows = double(all_steps * tile_y(c) + segments * 2 * p.r);
-    const double staged = double(ceil_div(p.w, tile_x(c))) * staged_rows * double(pitch(p, c));
-    return {prob.direct_flops(), prob.direct_flops(), prob.min_bytes(), 4.0 * (staged + double(p.h * p.w))};
+    const double staged = double(ceil_div(p.w, tile_x(c))) * staged_rows * double(pitch(p, c)) * double(p.b);
+    return {prob.direct_flops(), prob.direct_flops(), prob.min_bytes(), 4.0 * (staged + double(p.pixels()))};
   }
 
  protected:

@@ -27,7 +27,8 @@ struct RowsShape {
   int smem_bytes(const Conv2d& c) const { return ((ring(c) + ty) * spectral_pitch(kLineFft) + kLineFft) * 8; }  // ring, sums, twiddles
   int all_steps(const Conv2d& c) const { return int(ceil_div(c.h, ty)); }
   dim3 grid(const Conv2d& c) const {
-    return dim3(spectral_tile_pairs(kLineFft, c.r, c.w), ceil_div(all_steps(c), std::min(steps, all_steps(c))));
+    return dim3(spectral_tile_pairs(kLineFft, c.r, c.w), ceil_div(all_steps(c), std::min(steps, all_steps(c))),
+                unsigned(c.b));
   }
 };
 
@@ -92,10 +93,11 @@ class Conv2dSpectralRows : public Variant {
     const double n = kLineFft, out_lines = double(s.all_steps(p)) * s.ty;
     const double in_lines = out_lines + double(g.y) * 2.0 * double(p.r);
     const double fft = 5.0 * n * std::log2(n);
-    const double flops_variant = g.x * ((in_lines + out_lines) * fft + out_lines * n * double(p.fw()) * 8.0);
+    const double columns = double(g.x) * double(g.z);  // of every image
+    const double flops_variant = columns * ((in_lines + out_lines) * fft + out_lines * n * double(p.fw()) * 8.0);
     // Two tiles a line read (tiles overlap by 2r along x: re-reads from L2), each block's taps, the outputs once.
-    const double bytes_model = g.x * (in_lines * 2.0 * n * 4.0 + double(g.y) * double(p.fw()) * n * 8.0) +
-                               4.0 * double(p.h * p.w);
+    const double bytes_model = columns * (in_lines * 2.0 * n * 4.0 + double(g.y) * double(p.fw()) * n * 8.0) +
+                               4.0 * double(p.pixels());
     return {prob.direct_flops(), flops_variant, prob.min_bytes(), bytes_model};
   }
 

@@ -16,7 +16,9 @@ struct SpectralShape {
   int n, p, threads;
   int v_or_1(const Conv2d& c) const { return std::max(1, spectral_valid(n, c.r)); }  // for the grid of any config
   int smem_bytes() const { return (n * spectral_pitch(n) + n) * 8; }  // the tile and the twiddles
-  dim3 grid(const Conv2d& c) const { return dim3(spectral_tile_pairs(n, c.r, c.w), ceil_div(c.h, v_or_1(c))); }
+  dim3 grid(const Conv2d& c) const {
+    return dim3(spectral_tile_pairs(n, c.r, c.w), ceil_div(c.h, v_or_1(c)), unsigned(c.b));
+  }
 };
 
 SpectralShape shape_of(const Config& c) { return {cfg_int(c, "n"), cfg_int(c, "p"), cfg_int(c, "threads")}; }
@@ -77,10 +79,10 @@ class Conv2dSpectralTiled : public Variant {
     const Conv2d p(prob);
     const SpectralShape s = shape_of(c);
     const dim3 g = s.grid(p);
-    const double blocks = double(g.x) * g.y, n = s.n, lines = 3.0 * n + s.v_or_1(p);  // row, column, column, row passes
+    const double blocks = double(g.x) * g.y * g.z, n = s.n, lines = 3.0 * n + s.v_or_1(p);  // row, column, column, row passes
     const double flops_variant = blocks * (lines * 5.0 * n * std::log2(n) + 6.0 * n * n);
     // Per block: two n x n tiles read (mostly from L2: tiles overlap by 2r) and the spectrum; outputs once.
-    const double bytes_model = blocks * (2.0 * 4.0 * n * n + 8.0 * n * n) + 4.0 * double(p.h * p.w);
+    const double bytes_model = blocks * (2.0 * 4.0 * n * n + 8.0 * n * n) + 4.0 * double(p.pixels());
     return {prob.direct_flops(), flops_variant, prob.min_bytes(), bytes_model};
   }
 

@@ -43,7 +43,7 @@ class Conv2dWgmmaToeplitz : public JitConv2dVariant {
   Cost cost(const Problem& prob, const Config& c) const override {
     const Conv2d p(prob);
     const Patch t = patch(p, c);
-    const double tensor_flops = 6.0 * double(t.k()) * double(p.h * p.w);
+    const double tensor_flops = 6.0 * double(t.k()) * double(p.pixels());
     return {prob.direct_flops(), tensor_flops, prob.min_bytes(),
             tiled_bytes(p, tile_x(c), tile_y(c), double((tile_y(c) + 2 * p.r) * staged_pitch(p, c)))};
   }
@@ -73,10 +73,10 @@ class Conv2dWgmmaToeplitz : public JitConv2dVariant {
             define("BATCH", cfg_int(c, "batch")), define("MIN_BLOCKS", cfg_int(c, "min_blocks")),
             define("MATH", math(c) == kMath3xTf32 ? 1 : 2)};
   }
-  // Walks of equal length down each column strip, about kTargetBlocks blocks in all.
+  // Walks of equal length down each column strip, about kTargetBlocks blocks in all (over all images).
   LaunchShape launch_shape(const Conv2d& p, const Config& c) const override {
     const int64_t columns = ceil_div(p.w, tile_x(c)), tiles_y = ceil_div(p.h, tile_y(c));
-    const int64_t walk = ceil_div(tiles_y, std::min(tiles_y, std::max<int64_t>(1, kTargetBlocks / columns)));
+    const int64_t walk = ceil_div(tiles_y, std::min(tiles_y, std::max<int64_t>(1, kTargetBlocks / (columns * p.b))));
     return {dim3(columns, ceil_div(tiles_y, walk)), dim3(128 * cfg_int(c, "warpgroups")), int(smem_bytes(p, c))};
   }
   Status constraints(const Conv2d& p, const Config& c, const DeviceInfo& dev) const override {

@@ -7,6 +7,8 @@ __constant__ float c_filter[FW * FW];
 
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)
 conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __restrict__ out, int h, int w) {
+  in += (long long)blockIdx.z * h * w;  // image blockIdx.z of a batch (grid.z = b)
+  out += (long long)blockIdx.z * h * w;
   float acc[COARSEN];
 #pragma unroll
   for (int j = 0; j < COARSEN; ++j) acc[j] = 0.0f;

@@ -128,6 +128,8 @@ __device__ __forceinline__ void bulk_setup(const Strip& s, int tid) {
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __restrict__ out, int h, int w) {
+  in += (long long)blockIdx.z * h * w;  // image blockIdx.z of a batch (grid.z = b)
+  out += (long long)blockIdx.z * h * w;
   extern __shared__ float4 smem_f4[];  // 16-byte aligned, as 16-byte and bulk copies need; the ring, then
   float* ring = reinterpret_cast<float*>(smem_f4);  // STAGES mbarriers
   const int tid = threadIdx.y * BLOCK_X + threadIdx.x;

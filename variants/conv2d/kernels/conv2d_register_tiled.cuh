@@ -65,6 +65,8 @@ __device__ __forceinline__ void load_tile_vec4(const float* __restrict__ in, flo
 
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)
 conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __restrict__ out, int h, int w) {
+  in += (long long)blockIdx.z * h * w;  // image blockIdx.z of a batch (grid.z = b)
+  out += (long long)blockIdx.z * h * w;
   extern __shared__ Vec<4> smem_raw[];  // 16-byte aligned
   float* tile = reinterpret_cast<float*>(smem_raw);
   const int x0 = blockIdx.x * TX - RADIUS;

@@ -73,6 +73,8 @@ __device__ __forceinline__ void store_row(float* __restrict__ out, const float (
 
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)
 conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __restrict__ out, int h, int w) {
+  in += (long long)blockIdx.z * h * w;  // image blockIdx.z of a batch (grid.z = b)
+  out += (long long)blockIdx.z * h * w;
   const int lane = threadIdx.x % 32;
   const int x = blockIdx.x * TX + threadIdx.x * 4;
   const int x_warp = x - 4 * lane;

@@ -57,6 +57,8 @@ __device__ __forceinline__ void stage_line(const float (&raw)[2][P], float2* row
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) conv2d_spectral_rows_kernel(const float* __restrict__ in,
                                                                                   const float2* __restrict__ spectrum,
                                                                                   float* __restrict__ out, int h, int w) {
+  in += (long long)blockIdx.z * h * w;  // image blockIdx.z of a batch (grid.z = b)
+  out += (long long)blockIdx.z * h * w;
   extern __shared__ float2 smem[];
   float2* ring = smem;                     // RING rows of PITCH: spectra of staged rows, slot t % RING
   float2* sums = ring + RING * PITCH;      // TY rows of PITCH: this step's output spectra

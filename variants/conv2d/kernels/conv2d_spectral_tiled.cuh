@@ -15,6 +15,8 @@ static_assert(THREADS % G == 0 && N % LINES_PER_CHUNK == 0, "the block transform
 extern "C" __global__ void __launch_bounds__(THREADS) conv2d_spectral_kernel(const float* __restrict__ in,
                                                                              const float2* __restrict__ spectrum,
                                                                              float* __restrict__ out, int h, int w) {
+  in += (long long)blockIdx.z * h * w;  // image blockIdx.z of a batch (grid.z = b)
+  out += (long long)blockIdx.z * h * w;
   extern __shared__ float2 smem[];
   float2* tile = smem;                // N rows of PITCH
   float2* twiddle = smem + N * PITCH;  // [k2 * G + n1] = exp(-2 pi i n1 k2 / N): conflict-free in the row pass

@@ -5,6 +5,8 @@ __constant__ float c_filter[FW * FW];
 
 extern "C" __global__ void __launch_bounds__(TILE_X * TILE_Y)
 conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __restrict__ out, int h, int w) {
+  in += (long long)blockIdx.z * h * w;  // image blockIdx.z of a batch (grid.z = b)
+  out += (long long)blockIdx.z * h * w;
   __shared__ float tile[TILE_Y][TILE_X];
   const int col = blockIdx.x * TILE_X + threadIdx.x;
   const int row = blockIdx.y * TILE_Y + threadIdx.y;

@@ -8,6 +8,8 @@ __constant__ float c_filter[FW * FW];
 
 extern "C" __global__ void __launch_bounds__(IN_X * IN_Y)
 conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __restrict__ out, int h, int w) {
+  in += (long long)blockIdx.z * h * w;  // image blockIdx.z of a batch (grid.z = b)
+  out += (long long)blockIdx.z * h * w;
   __shared__ float tile[IN_Y][IN_X];
   const int col = blockIdx.x * OUT_X + threadIdx.x - RADIUS;
   const int row = blockIdx.y * OUT_Y + threadIdx.y - RADIUS;

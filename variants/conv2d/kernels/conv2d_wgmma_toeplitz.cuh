@@ -149,6 +149,8 @@ __device__ __forceinline__ void multiply_patches(const float* base, unsigned lon
 extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
     conv2d_kernel(const float* __restrict__ in, const float* __restrict__ filter, float* __restrict__ out, int h,
                   int w) {
+  in += (long long)blockIdx.z * h * w;  // image blockIdx.z of a batch (grid.z = b)
+  out += (long long)blockIdx.z * h * w;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (shared_address(smem_raw) & 1023)) & 1023);
   float* bufs = reinterpret_cast<float*>(smem + kBBytes);

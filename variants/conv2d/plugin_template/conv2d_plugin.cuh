@@ -10,6 +10,8 @@ __constant__ float c_filter[FW * FW];
 // Arguments: the family's operands in its order (image, filter, output), then the manifest's "scalars" (h, w).
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)
 conv2d_plugin(const float* __restrict__ in, const float* __restrict__ filter, float* __restrict__ out, int h, int w) {
+  in += (long long)blockIdx.z * h * w;  // image blockIdx.z of a batch (grid.z = b)
+  out += (long long)blockIdx.z * h * w;
   const int col = blockIdx.x * BLOCK_X + threadIdx.x;
   const int row = blockIdx.y * BLOCK_Y + threadIdx.y;
   if (row >= h || col >= w) return;
