@@ -131,7 +131,7 @@ TEST(Plugins, BadManifestsNameFileFieldValueAndAllowed) {
       {[](json& m) { m["sources"] = {"../kernel.cuh"}; }, {"sources[0]: \"../kernel.cuh\"", "a file name"}},
       {[](json& m) { m["sources"] = {"missing.cuh"}; }, {"sources[0]: 'missing.cuh'", "cannot be read"}},
       {[](json& m) { m["name"] = "my-kernel"; }, {"name: 'my-kernel' is not allowed", "letters, digits and '_'"}},
-      {[](json& m) { m["derived"] = {{"a", "b + 1"}, {"b", "a + 1"}}; }, {"derived.a", "cycle"}},
+      {[](json& m) { m["derived"] = {{"a", "z + 1"}, {"z", "a + 1"}}; }, {"derived.a", "cycle"}},
       {[](json& m) { m["defines"]["SMS"] = "sms"; }, {"defines.SMS: 'sms'", "unknown symbol 'sms'"}},
       {[](json& m) { m["params"]["r"] = {1}; }, {"params.r: 'r'", "taken by a dim"}},
       {[](json& m) { m["constants"] = {{"c_out", "output"}}; }, {"constants.c_out: \"output\"", "an input operand"}},

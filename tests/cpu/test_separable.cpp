@@ -66,7 +66,9 @@ TEST(Separable, CpuReferenceIsConv2dWithTheOuterProductFilter) {
 TEST(Separable, TheFamilyHasConv2dsShapeAndItsOwnOperands) {
   const Family& sep = find_family("conv2d_separable");
   const Family& c2 = find_family("conv2d");
-  ASSERT_EQ(sep.dims().size(), c2.dims().size());
+  ASSERT_EQ(sep.dims().size(), 3u);  // h, w, r: conv2d's, whose batch b comes after them
+  ASSERT_EQ(c2.dims().size(), 4u);
+  EXPECT_EQ(c2.dims()[3].name, "b");
   for (size_t i = 0; i < sep.dims().size(); ++i) {
     EXPECT_EQ(sep.dims()[i].name, c2.dims()[i].name);  // records of the two join on h, w, r
     EXPECT_EQ(sep.dims()[i].min, c2.dims()[i].min);
