@@ -39,6 +39,15 @@ void judge(RatioStats& s, const std::map<std::string, double>& ms, const std::st
   row[key] = it->second / best;
 }
 
+// What the runtime ends up running, as check_dispatch() has it: the first of the fallback chain that the
+// run did not record as refused (a library refuses some shapes only when asked, on the GPU).
+std::string runs(const DispatchTable::Pick& table, const Problem& p, const DeviceInfo& dev, const Lookup& choice,
+                 const std::set<std::string>& refused) {
+  for (const json& c : fallback_chain(table, p, &dev, choice))
+    if (c.contains("candidate") && !refused.count(c["candidate"].get<std::string>())) return c["candidate"].get<std::string>();
+  return choice.entry.at("candidate").get<std::string>();
+}
+
 }  // namespace
 
 json cross_validate(const json& summary, const std::vector<json>& records, int folds) {
@@ -74,11 +83,12 @@ json cross_validate(const json& summary, const std::vector<json>& records, int f
       json row = {{"problem_key", key}, {"family", p.family}, {"fold", f}};
       try {
         const Lookup m = lookup(pick, p, &dev), n = lookup(plain_pick, p, &dev);
-        row["model_choice"] = m.entry.at("candidate");
+        const std::string m_run = runs(pick, p, dev, m, t->second.refused), n_run = runs(plain_pick, p, dev, n, t->second.refused);
+        row["model_choice"] = m_run;
         row["model_rule"] = m.rule;
-        row["nearest_choice"] = n.entry.at("candidate");
-        judge(model[p.family], t->second.ms, m.entry.at("candidate").get<std::string>(), best, row, "model_ratio");
-        judge(nearest[p.family], t->second.ms, n.entry.at("candidate").get<std::string>(), best, row, "nearest_ratio");
+        row["nearest_choice"] = n_run;
+        judge(model[p.family], t->second.ms, m_run, best, row, "model_ratio");
+        judge(nearest[p.family], t->second.ms, n_run, best, row, "nearest_ratio");
         double fastest = 0;
         for (const json& c : tuning_shortlist(pick, p, &dev)) {
           const auto it = t->second.ms.find(c.at("candidate").get<std::string>());

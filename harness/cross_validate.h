@@ -14,7 +14,9 @@ using json = nlohmann::json;
 // it is leave-one-out). For each fold, make_dispatch() over the records of every other fold (with its
 // model), and for each held-out problem: the model's choice, the nearest rule's (the same table without
 // its model) and first-use tuning's (the fastest of the shortlist, as the run measured it), each as a
-// ratio to the best the run measured there. A choice the run did not measure counts as unmeasured.
+// ratio to the best the run measured there. As in check_dispatch(), a choice is what the runtime ends up
+// running: the first of fallback_chain() that the run did not record as refused on the problem (a library
+// refuses some shapes only when asked, on the GPU). A choice the run did not measure counts as unmeasured.
 // summary: the run's summary.json (its device decides what can run). Returns {"folds", "families":
 // {family: {"model": stats, "nearest": stats, "tuned": stats, "unmeasured": {...}}}, "rows": [...]}, stats as
 // check_dispatch's (measured, within_1_1, within_1_25, worst_ratio, geomean_ratio).

@@ -260,5 +260,38 @@ TEST(DispatchModel, CrossValidationOnAShippedRun) {
   EXPECT_TRUE(contains(input_error([&] { cross_validate(s.summary, conv2d_only, 1); }), "--folds"));
 }
 
+// Cross-validation judges what the runtime ends up running, as check-dispatch does: a model choice the run
+// recorded as refused on the held-out shape (a library that says no only on the GPU) is passed over for
+// the next of the fallback chain, instead of counting the shape as unmeasured.
+TEST(DispatchModel, CrossValidationPassesOverRefusedChoices) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const Shipped& s = shipped();
+  std::vector<json> conv2d_only;
+  for (const json& r : s.records)
+    if (r.value("family", "") == "conv2d") conv2d_only.push_back(r);
+  const json cv = cross_validate(s.summary, conv2d_only, 4);
+  const json* row = nullptr;
+  for (const json& r : cv["rows"])
+    if (r.contains("model_ratio") && r["model_rule"] == "model") row = &r;
+  ASSERT_NE(row, nullptr);
+  const std::string key = (*row)["problem_key"], refused = (*row)["model_choice"];
+  // The held-out shape's record of the choice becomes a refusal.
+  std::vector<json> changed;
+  for (json r : conv2d_only) {
+    if (r.value("problem_key", "") == key && r.value("candidate", "") == refused) {
+      r["status"] = status::skipped;
+      r.erase("time");
+    }
+    changed.push_back(std::move(r));
+  }
+  const json again = cross_validate(s.summary, changed, 4);
+  for (const json& r : again["rows"])
+    if (r["problem_key"] == key) {
+      EXPECT_NE(r["model_choice"], refused);
+      EXPECT_TRUE(r.contains("model_ratio")) << r.dump();
+    }
+  EXPECT_EQ(again["families"]["conv2d"]["model"]["unmeasured"], cv["families"]["conv2d"]["model"]["unmeasured"]);
+}
+
 }  // namespace
 }  // namespace convtune
