@@ -230,12 +230,14 @@ TEST(DispatchRules, OnADistanceTieTheFirstEntryWinsInLookupAndHeader) {
   const fs::path dir = test::fresh_temp_dir("rules-tie-header");
   std::ofstream(dir / "convtune_dispatch.h") << make_header(d);
   std::ofstream(dir / "main.cpp") << "#include <cstdio>\n#include \"convtune_dispatch.h\"\nint main() {\n"
-                                     "  const int64_t dims[] = {1024, 1024, 1};  // h, w, r\n"
-                                     "  const auto c = convtune_dispatch::select(\"conv2d\", dims, 3);\n"
-                                     "  std::printf(\"%s %s\\n\", c.entry->candidate, c.rule);\n}\n";
+                                     "  const int64_t dims[] = {1024, 1024, 1, 1};  // h, w, r, b\n"
+                                     "  const auto c = convtune_dispatch::select(\"conv2d\", dims, 3);  // b left out\n"
+                                     "  const auto d = convtune_dispatch::select(\"conv2d\", dims, 4);\n"
+                                     "  const auto e = convtune_dispatch::select(\"conv2d\", dims, 2);  // r is no default\n"
+                                     "  std::printf(\"%s %s %d %s\\n\", c.entry->candidate, c.rule, c.entry == d.entry, e.rule);\n}\n";
   const std::string s = dir.string();
   ASSERT_EQ(std::system(("c++ -std=c++17 -O0 -o " + s + "/prog " + s + "/main.cpp && " + s + "/prog > " + s + "/out.txt").c_str()), 0);
-  EXPECT_EQ(read_text(dir / "out.txt"), "conv2d.constant[block_x=32] nearest\n");
+  EXPECT_EQ(read_text(dir / "out.txt"), "conv2d.constant[block_x=32] nearest 1 none\n");
   fs::remove_all(dir);
 }
 
