@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/device.h"
 #include "harness/dispatch.h"
 #include "harness/error.h"
 #include "harness/family.h"
@@ -504,7 +505,8 @@ TEST(Conv1dKernels, EveryKernelIncludesTheCommonHeaderAndNvrtcGetsIt) {
   for (const auto& f : fs::directory_iterator(dir))
     if (f.path().extension() == ".cuh" && f.path().filename() != "conv1d_common.cuh")
       kernels.insert(f.path().filename().string());
-  EXPECT_EQ(kernels, (std::set<std::string>{"conv1d_direct.cuh", "conv1d_tiled.cuh", "conv1d_fused_fft.cuh"}));
+  EXPECT_EQ(kernels, (std::set<std::string>{"conv1d_direct.cuh", "conv1d_tiled.cuh", "conv1d_fused_fft.cuh",
+                                            "conv1d_window.cuh"}));
   ASSERT_TRUE(embedded_sources().count("conv1d_common.cuh"));
   for (const std::string& k : kernels) {
     ASSERT_TRUE(embedded_sources().count(k)) << k;
@@ -519,4 +521,21 @@ TEST(Conv1dKernels, EveryKernelIncludesTheCommonHeaderAndNvrtcGetsIt) {
     for (const Config& c : v->space(p, dev).enumerate())
       for (const JitProgram& prog : v->programs(p, c)) EXPECT_TRUE(kernels.count(prog.source)) << prog.describe();
   }
+}
+
+// conv1d.window: short filters only, odd outputs per thread; its byte model is the seed's overlap-discard
+// count worked by hand: blocks * (T + m - 1) inputs + the filter + the outputs, 4 bytes each.
+TEST(Conv1dWindow, RefusesLongFiltersAndEvenWidthsAndCountsItsTraffic) {
+  const Variant& v = Registry::instance().get("conv1d.window");
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Problem valid{"conv1d", {{"n", 1 << 20}, {"m", 17}, {"mode", 0}}};
+  const Config c{{"threads", 128}, {"outputs_per_thread", 15}};
+  EXPECT_TRUE(v.can_implement(valid, c, dev).ok);
+  EXPECT_FALSE(v.can_implement(valid, Config{{"threads", 128}, {"outputs_per_thread", 16}}, dev).ok);
+  const Problem long_filter{"conv1d", {{"n", 1 << 20}, {"m", 65}, {"mode", 0}}};
+  EXPECT_TRUE(contains(v.can_implement(long_filter, c, dev).reason, "m = 65 > 64"));
+  // valid: 2^20 - 16 = 1048560 outputs, tiles of 1920: 547 blocks (the last partial), 1936 inputs each.
+  const Cost cost = v.cost(valid, c);
+  EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (547.0 * 1936 + 17 + 1048560));
+  EXPECT_DOUBLE_EQ(cost.flops_variant, 2.0 * 547 * 1920 * 17);
 }
