@@ -50,3 +50,12 @@ def test_variant_margin_of_two_and_of_three_variants():
     assert c.runner_up["variant"] == "conv2d.fft"
     c3 = select_best(two + [rec("conv2d.naive", 3.0)])[KEY]
     assert c3.variant_margin == pytest.approx(0.25)
+
+
+def test_variant_tie_within_noise_of_the_two_fastest_variants():
+    """analysis.py:41, `@property` removed from variant_tie (a bound method is always true: the best map then
+    wrote "≈" for every margin). Best per variant 1.0 and 1.005 ms with no error: within the 1% floor, a tie;
+    1.0 and 1.25: not; 1.0 and 1.025 with errors 0.006 and 0.008 (threshold 3%): a tie again."""
+    assert select_best([rec("conv2d.constant", 1.0), rec("conv2d.fft", 1.005)])[KEY].variant_tie is True
+    assert select_best([rec("conv2d.constant", 1.0), rec("conv2d.fft", 1.25)])[KEY].variant_tie is False
+    assert select_best([rec("conv2d.constant", 1.0, 0.006), rec("conv2d.fft", 1.025, 0.008)])[KEY].variant_tie is True
