@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "harness/json_file.h"
 #include "harness/merge.h"
 #include "harness/records.h"
+#include "harness/replay.h"
 #include "harness/shard.h"
 #include "test_support.h"
 
@@ -201,6 +203,27 @@ TEST(MutantKills, MergeCarriesProfilesOnlyWhereAShardHasThem) {
   EXPECT_EQ(got[2]["dram_bytes"], 2.0);
   EXPECT_EQ(test::read_text(root / "both/profiles/p1/a.ncu-rep"), "report a");
   fs::remove_all(root);
+}
+
+// --- replay.cpp -----------------------------------------------------------------------------------------
+
+// replay.cpp:21, `{"family", family},` commented out of ReplayResult::to_json: `convtune replay --json` lost the
+// family of each row (one row per strategy and family). Every field pinned; a non-finite mean is null.
+TEST(MutantKills, ReplayResultJsonHoldsEveryField) {
+  ReplayResult r;
+  r.strategy = "halving";
+  r.family = "conv1d";
+  r.mean_evals_to_5pct = 12.5;
+  r.median_evals_to_5pct = INFINITY;  // no trial came within 5%
+  r.mean_fraction_of_space = 0.25;
+  r.success_rate = 0.75;
+  r.mean_best_ratio = NAN;
+  r.problems = 3;
+  r.trials = 60;
+  const json want = {{"strategy", "halving"},         {"family", "conv1d"},      {"mean_evals_to_5pct", 12.5},
+                     {"median_evals_to_5pct", nullptr}, {"mean_fraction_of_space", 0.25}, {"success_rate", 0.75},
+                     {"mean_best_ratio", nullptr},      {"problems", 3},           {"trials", 60}};
+  EXPECT_EQ(r.to_json(), want);
 }
 
 }  // namespace convtune
