@@ -1,5 +1,7 @@
 #include "harness/fleet.h"
 
+#include <map>
+
 #include "harness/error.h"
 #include "harness/json_file.h"
 
@@ -11,13 +13,14 @@ bool is_fleet(const json& dispatch) { return dispatch.is_object() && dispatch.va
 
 json make_fleet(const std::vector<json>& tables) {
   if (tables.empty()) throw InputError("export: no tables for a fleet");
-  for (size_t i = 0; i < tables.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (device_field(tables[i], "name") == device_field(tables[j], "name"))
-        throw InputError("export: two runs of " + device_field(tables[i], "name") + " (" +
-                         tables[j].value("source", json::object()).value("run", std::string("?")) + " and " +
-                         tables[i].value("source", json::object()).value("run", std::string("?")) +
-                         ") in device.name; a fleet table takes one run per GPU model");
+  std::map<std::string, std::string> run_of;  // device.name -> the run its table came from
+  for (const json& t : tables) {
+    const std::string run = t.value("source", json::object()).value("run", std::string("?"));
+    const auto [earlier, fresh] = run_of.emplace(device_field(t, "name"), run);
+    if (!fresh)
+      throw InputError("export: two runs of " + earlier->first + " (" + earlier->second + " and " + run +
+                       ") in device.name; a fleet table takes one run per GPU model");
+  }
   return {{"schema", kDispatchSchema},
           {"fleet", true},
           {"rules", {"the exact model (device.name)", "a model of the same architecture (device.compute_capability)",

@@ -71,8 +71,24 @@ TEST(Params, RestrictionsAreCheckedWithClearErrors) {
     EXPECT_NE(std::string(e.what()).find("spec.params.v.tiles"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("tile, dir"), std::string::npos);
   }
-  EXPECT_THROW(s.restricted({{"dir", "q"}}, "p"), InputError);
-  EXPECT_THROW(s.restricted({{"tile", "8"}}, "p"), InputError);
+  // Each refusal names the field and every allowed value, in the space's order (pinned whole).
+  auto message = [&](const json& restriction) {
+    try {
+      s.restricted(restriction, "p");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message({{"dir", "q"}}), "p.dir: unknown value \"q\"; allowed: x, y");
+  EXPECT_EQ(message({{"tile", "8"}}), "p.tile: \"8\" is not an integer; allowed: 8, 16");
+  try {
+    s.complete_config({{"tile", 8}}, "--config");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--config.dir: missing"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("values: x, y)"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(s.restricted({{"tile", json::array()}}, "p"), InputError);
 }
 
