@@ -16,19 +16,13 @@
 #include "harness/runner.h"
 #include "variants/layer_fwd/layer_fwd.h"
 #include "variants/layer_fwd/separate_epilogue.h"
+#include "tests/gpu/gpu_test_support.h"
 
 using namespace convtune;
+using test_gpu::have_gpu;
+using test_gpu::quick;
 
 namespace {
-
-MeasureOptions quick() {
-  MeasureOptions m;
-  m.cold = false;
-  m.warmup = 1;
-  m.min_samples = 2;
-  m.max_samples = 2;
-  return m;
-}
 
 const Activation kActivations[] = {Activation::none, Activation::relu, Activation::sigmoid, Activation::tanh};
 
@@ -89,7 +83,7 @@ std::vector<Case> sample_cases(const DeviceInfo& dev, std::map<std::string, std:
 }  // namespace
 
 TEST(GpuLayerEpilogue, EveryVariantAppliesEachActivation) {
-  if (DeviceInfo::count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
   const DeviceInfo dev = DeviceInfo::query(0);
   JitCache jit(JitCache::default_dir(), dev.arch());
   Runner runner(dev, Ceilings{}, quick(), jit, 39);

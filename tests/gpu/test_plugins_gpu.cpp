@@ -15,22 +15,14 @@
 #include "harness/plugin_template.h"
 #include "harness/records.h"
 #include "harness/runner.h"
+#include "tests/gpu/gpu_test_support.h"
 
 using namespace convtune;
+using test_gpu::have_gpu;
+using test_gpu::quick;
 namespace fs = std::filesystem;
 
 namespace {
-
-bool have_gpu() { return DeviceInfo::count() > 0; }
-
-MeasureOptions quick() {
-  MeasureOptions m;
-  m.cold = false;
-  m.warmup = 1;
-  m.min_samples = 2;
-  m.max_samples = 2;
-  return m;
-}
 
 fs::path scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("convtune-plugins-gpu-" + std::to_string(getpid())) / name;

@@ -10,21 +10,13 @@
 #include "harness/records.h"
 #include "harness/runner.h"
 #include "harness/select.h"
+#include "tests/gpu/gpu_test_support.h"
 
 using namespace convtune;
+using test_gpu::have_gpu;
+using test_gpu::quick;
 
 namespace {
-
-bool have_gpu() { return DeviceInfo::count() > 0; }
-
-MeasureOptions quick() {
-  MeasureOptions m;
-  m.cold = false;
-  m.warmup = 1;
-  m.min_samples = 2;
-  m.max_samples = 2;
-  return m;
-}
 
 Problem conv2d(int64_t h, int64_t w, int64_t r) {
   return Problem::from_json({{"family", "conv2d"}, {"h", h}, {"w", w}, {"r", r}});

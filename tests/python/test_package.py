@@ -332,9 +332,11 @@ def test_bench_arguments():
 def test_the_benchmark_compiles_ahead_what_it_runs():
     from convtune import bench
     quick = bench.problems(True)
-    assert [family for family, _ in quick] == ["conv2d", "conv1d", "layer_fwd", "layer_bwd_data", "layer_bwd_filter"]
-    assert quick[0][1] == {"h": 2048, "w": 2048, "r": 3} and quick[1][1] == {"n": 1 << 24, "m": 129, "mode": 1}
-    assert len(bench.problems(False)) == 5 + 4 + 3 * 5
+    assert [family for family, _ in quick] == ["conv2d", "conv2d", "conv1d", "layer_fwd", "layer_bwd_data",
+                                               "layer_bwd_filter"]
+    assert quick[0][1] == {"h": 2048, "w": 2048, "r": 3} and quick[1][1] == {"h": 512, "w": 512, "r": 3, "b": 64}
+    assert quick[2][1] == {"n": 1 << 24, "m": 129, "mode": 1}
+    assert len(bench.problems(False)) == 5 + 3 + 4 + 3 * 5
     from convtune._layers import layer_problems
     first_layer = layer_problems([((2, 3, 8, 8), (4, 3, 3, 3), (2, 2), (1, 1), False)])  # its input needs no gradient
     assert [family for family, _ in first_layer] == ["layer_fwd", "layer_bwd_filter"]
