@@ -269,7 +269,7 @@ TEST(DispatchModel, CrossValidationPassesOverRefusedChoices) {
   std::vector<json> conv2d_only;
   for (const json& r : s.records)
     if (r.value("family", "") == "conv2d") conv2d_only.push_back(r);
-  const json cv = cross_validate(s.summary, conv2d_only, 4);
+  const json cv = cross_validate(s.summary, conv2d_only, 2);
   const json* row = nullptr;
   for (const json& r : cv["rows"])
     if (r.contains("model_ratio") && r["model_rule"] == "model") row = &r;
@@ -284,7 +284,7 @@ TEST(DispatchModel, CrossValidationPassesOverRefusedChoices) {
     }
     changed.push_back(std::move(r));
   }
-  const json again = cross_validate(s.summary, changed, 4);
+  const json again = cross_validate(s.summary, changed, 2);
   for (const json& r : again["rows"])
     if (r["problem_key"] == key) {
       EXPECT_NE(r["model_choice"], refused);
