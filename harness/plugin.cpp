@@ -35,7 +35,7 @@ Symbols device_symbols(const DeviceInfo& d) {
 Symbols candidate_symbols(const PluginManifest& m, const Problem& p, const Config& c, const DeviceInfo& dev,
                           std::string* why) {
   Symbols s = device_symbols(dev);
-  for (const auto& d : p.type().dims()) s[d.name] = double(p.at(d.name));  // a dim left out: its default
+  for (const auto& d : *FamilyRegistry::instance().dims_of(p.family)) s[d.name] = double(p.at(d.name));  // left out: its default
   for (const auto& param : m.space.params()) {
     if (!c.contains(param.name) || !c[param.name].is_number()) {
       *why = "parameter " + param.name + " needs a number (config " + c.dump() + ")";

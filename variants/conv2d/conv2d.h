@@ -19,6 +19,23 @@ struct Conv2d {
   int64_t pixels() const { return b * h * w; }  // of all images
 };
 
+// The float64 'same' cross-correlation of one h x w image with zero ghost cells: out(i, j) = sum over m, n in
+// [-r, r] of in(i+m, j+n) * tap(m + r, n + r). The CPU references of conv2d and conv2d_separable.
+template <class Tap>
+void correlate_image(const float* in, int64_t h, int64_t w, int64_t r, Tap tap, double* out) {
+  for (int64_t i = 0; i < h; ++i)
+    for (int64_t j = 0; j < w; ++j) {
+      double acc = 0;
+      for (int64_t m = -r; m <= r; ++m)
+        for (int64_t n = -r; n <= r; ++n) {
+          const int64_t y = i + m, x = j + n;
+          if (y < 0 || y >= h || x < 0 || x >= w) continue;
+          acc += double(in[y * w + x]) * tap(m + r, n + r);
+        }
+      out[i * w + j] = acc;
+    }
+}
+
 // Kernels take one image per grid.z index, so a batch is at most this many images.
 inline constexpr int64_t kMaxConv2dBatch = 65535;
 

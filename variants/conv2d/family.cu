@@ -65,20 +65,8 @@ class Conv2dFamily : public Family {
     const auto& img = inputs.at(0);
     const auto& f = inputs.at(1);
     std::vector<double> out(static_cast<size_t>(c.pixels()));
-    for (int64_t k = 0; k < c.b; ++k) {
-      const float* in = img.data() + k * c.h * c.w;
-      for (int64_t i = 0; i < c.h; ++i)
-        for (int64_t j = 0; j < c.w; ++j) {
-          double acc = 0;
-          for (int64_t m = -c.r; m <= c.r; ++m)
-            for (int64_t n = -c.r; n <= c.r; ++n) {
-              const int64_t y = i + m, x = j + n;
-              if (y < 0 || y >= c.h || x < 0 || x >= c.w) continue;
-              acc += double(in[y * c.w + x]) * double(f[(m + c.r) * c.fw() + (n + c.r)]);
-            }
-          out[(k * c.h + i) * c.w + j] = acc;
-        }
-    }
+    const auto tap = [&](int64_t m, int64_t n) { return double(f[m * c.fw() + n]); };
+    for (int64_t k = 0; k < c.b; ++k) correlate_image(img.data() + k * c.h * c.w, c.h, c.w, c.r, tap, out.data() + k * c.h * c.w);
     return out;
   }
 

@@ -50,6 +50,7 @@ Extents extents(const Conv2d& p, const Config& c) {
 class FftPlan : public Plan {
  public:
   ~FftPlan() override {
+    if (filter_made_) CT_CUFFT_WARN(cufftDestroy(filter_));
     if (inv_made_) CT_CUFFT_WARN(cufftDestroy(inv_));
     if (fwd_made_) CT_CUFFT_WARN(cufftDestroy(fwd_));
   }
@@ -76,22 +77,29 @@ class FftPlan : public Plan {
     inv_made_ = true;
     CT_CUFFT(cufftSetAutoAllocation(inv_, 0));
     CT_CUFFT(cufftMakePlanMany(inv_, 2, extents, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2R, int(b_), &ws_inv));
-    work_ = DeviceArray<char>(std::max(ws_fwd, ws_inv));
+    size_t ws_filter = 0;  // a batch's filter: one transform of its own, not b
+    if (b_ > 1) {
+      CT_CUFFT(cufftCreate(&filter_));
+      filter_made_ = true;
+      CT_CUFFT(cufftSetAutoAllocation(filter_, 0));
+      CT_CUFFT(cufftMakePlan2d(filter_, int(e.ph), int(e.pw), CUFFT_R2C, &ws_filter));
+    }
+    work_ = DeviceArray<char>(std::max({ws_fwd, ws_inv, ws_filter}));
     if (work_.get()) {
       CT_CUFFT(cufftSetWorkArea(fwd_, work_.get()));
       CT_CUFFT(cufftSetWorkArea(inv_, work_.get()));
+      if (filter_made_) CT_CUFFT(cufftSetWorkArea(filter_, work_.get()));
     }
   }
 
-  // The filter's spectrum, once per filter (untimed, as an application with a fixed filter would): the
-  // batched plan transforms the first pad, holding the filter, and the others, whose spectra are dropped.
+  // The filter's spectrum, once per filter (untimed, as an application with a fixed filter would).
   void bind(const Operands& ops, cudaStream_t stream) override {
     in_ = ops.data.at(0);
     out_ = ops.output();
+    const cufftHandle plan = filter_made_ ? filter_ : fwd_;
     fft_place_filter(ops.data.at(1), pad_.get(), r_, e_.ph, e_.pw, stream);
-    CT_CUFFT(cufftSetStream(fwd_, stream));
-    CT_CUFFT(cufftExecR2C(fwd_, pad_.get(), spec_.get()));
-    CT_CUDA(cudaMemcpyAsync(filter_spec_.get(), spec_.get(), filter_spec_.bytes(), cudaMemcpyDeviceToDevice, stream));
+    CT_CUFFT(cufftSetStream(plan, stream));
+    CT_CUFFT(cufftExecR2C(plan, pad_.get(), filter_spec_.get()));
   }
 
   void run(cudaStream_t stream) override {
@@ -111,8 +119,8 @@ class FftPlan : public Plan {
  private:
   int64_t h_ = 0, w_ = 0, r_ = 0, b_ = 1;
   Extents e_{0, 0};
-  cufftHandle fwd_ = 0, inv_ = 0;
-  bool fwd_made_ = false, inv_made_ = false;
+  cufftHandle fwd_ = 0, inv_ = 0, filter_ = 0;  // filter_: only for a batch (b > 1)
+  bool fwd_made_ = false, inv_made_ = false, filter_made_ = false;
   DeviceArray<float> pad_;
   DeviceArray<cufftComplex> spec_, filter_spec_;
   DeviceArray<char> work_;

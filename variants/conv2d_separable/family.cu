@@ -91,17 +91,8 @@ class SeparableFamily : public Family {
     const auto& col = inputs.at(1);
     const auto& row = inputs.at(2);
     std::vector<double> out(static_cast<size_t>(c.pixels()));
-    for (int64_t i = 0; i < c.h; ++i)
-      for (int64_t j = 0; j < c.w; ++j) {
-        double acc = 0;
-        for (int64_t m = -c.r; m <= c.r; ++m)
-          for (int64_t n = -c.r; n <= c.r; ++n) {
-            const int64_t y = i + m, x = j + n;
-            if (y < 0 || y >= c.h || x < 0 || x >= c.w) continue;
-            acc += double(img[y * c.w + x]) * double(col[m + c.r]) * double(row[n + c.r]);
-          }
-        out[i * c.w + j] = acc;
-      }
+    correlate_image(img.data(), c.h, c.w, c.r, [&](int64_t m, int64_t n) { return double(col[m]) * double(row[n]); },
+                    out.data());
     return out;
   }
 

@@ -21,3 +21,16 @@ __device__ __forceinline__ bool overlap_add_accumulates(long long q, long long b
     if (c % k_steps < step) return true;
   return false;
 }
+
+// s[0, COUNT) = x[in0, in0 + COUNT), zeros outside [0, n), by BLOCK threads with coalesced loads; a block wholly
+// inside the signal (`interior`) skips the bounds checks.
+template <int BLOCK, int COUNT>
+__device__ __forceinline__ void stage_inputs(float* s, const float* __restrict__ x, long long in0, long long n,
+                                             bool interior) {
+  if (interior) {
+#pragma unroll 4
+    for (int i = threadIdx.x; i < COUNT; i += BLOCK) s[i] = __ldg(x + in0 + i);
+  } else {
+    for (int i = threadIdx.x; i < COUNT; i += BLOCK) s[i] = load_or_zero(x, in0 + i, n);
+  }
+}

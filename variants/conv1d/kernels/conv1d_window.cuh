@@ -18,12 +18,7 @@ conv1d_window(const float* __restrict__ x, float* __restrict__ y, long long n, l
   extern __shared__ float s[];
   const long long o0 = (long long)blockIdx.x * TILE_OUT, in0 = o0 + shift;
   const bool interior = in0 >= 0 && in0 + TILE_IN <= n && o0 + TILE_OUT <= outputs;
-  if (interior) {
-#pragma unroll 4
-    for (int i = threadIdx.x; i < TILE_IN; i += THREADS) s[i] = __ldg(x + in0 + i);
-  } else {
-    for (int i = threadIdx.x; i < TILE_IN; i += THREADS) s[i] = load_or_zero(x, in0 + i, n);
-  }
+  stage_inputs<THREADS, TILE_IN>(s, x, in0, n, interior);
   __syncthreads();
   float acc[P];
 #pragma unroll
