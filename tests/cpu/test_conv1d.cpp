@@ -529,13 +529,29 @@ TEST(Conv1dWindow, RefusesLongFiltersAndEvenWidthsAndCountsItsTraffic) {
   const Variant& v = Registry::instance().get("conv1d.window");
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   const Problem valid{"conv1d", {{"n", 1 << 20}, {"m", 17}, {"mode", 0}}};
-  const Config c{{"threads", 128}, {"outputs_per_thread", 15}};
+  const Config c{{"threads", 128}, {"outputs_per_thread", 15}, {"staging", "registers"}};
   EXPECT_TRUE(v.can_implement(valid, c, dev).ok);
-  EXPECT_FALSE(v.can_implement(valid, Config{{"threads", 128}, {"outputs_per_thread", 16}}, dev).ok);
+  EXPECT_FALSE(v.can_implement(valid, Config{{"threads", 128}, {"outputs_per_thread", 16}, {"staging", "registers"}}, dev).ok);
+  // cp.async staging from sm_80 on: a Turing card refuses it, naming why; the register path still runs there.
+  Config async = c;
+  async["staging"] = "async";
+  EXPECT_TRUE(v.can_implement(valid, async, dev).ok);
+  DeviceInfo turing = dev;
+  turing.cc_major = 7;
+  turing.cc_minor = 5;
+  EXPECT_EQ(v.can_implement(valid, async, turing).reason, "staging async needs cp.async (sm_80 or newer)");
+  EXPECT_TRUE(v.can_implement(valid, c, turing).ok);
+  // Shared memory: the tile's 1936 inputs + 8 floats of the aligned cp.async span, in either staging.
+  DeviceInfo tight = dev;
+  tight.max_smem_per_block_optin = tight.max_smem_per_block = 4 * (1936 + 8) - 4;
+  EXPECT_FALSE(v.can_implement(valid, c, tight).ok);
+  tight.max_smem_per_block_optin = tight.max_smem_per_block = 4 * (1936 + 8);
+  EXPECT_TRUE(v.can_implement(valid, c, tight).ok);
   const Problem long_filter{"conv1d", {{"n", 1 << 20}, {"m", 65}, {"mode", 0}}};
   EXPECT_TRUE(contains(v.can_implement(long_filter, c, dev).reason, "m = 65 > 64"));
   // valid: 2^20 - 16 = 1048560 outputs, tiles of 1920: 547 blocks (the last partial), 1936 inputs each.
   const Cost cost = v.cost(valid, c);
   EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (547.0 * 1936 + 17 + 1048560));
   EXPECT_DOUBLE_EQ(cost.flops_variant, 2.0 * 547 * 1920 * 17);
+  EXPECT_DOUBLE_EQ(v.cost(valid, async).bytes_model, cost.bytes_model);
 }

@@ -10,13 +10,14 @@ constexpr int64_t kMaxWindowTaps = 64;  // the unrolled window: P * m multiply-a
 struct WindowTile {
   int threads, per_thread;
   int64_t m;
+  bool async;
   int64_t out() const { return int64_t(threads) * per_thread; }
   int64_t in() const { return out() + m - 1; }
-  int64_t smem() const { return 4 * in(); }
+  int64_t smem() const { return 4 * (in() + 8); }  // + the aligned span of cp.async staging
 };
 
 WindowTile window_tile_of(const Problem& p, const Config& c) {
-  return {cfg_int(c, "threads"), cfg_int(c, "outputs_per_thread"), p.at("m")};
+  return {cfg_int(c, "threads"), cfg_int(c, "outputs_per_thread"), p.at("m"), c.at("staging") == "async"};
 }
 
 class WindowPlan : public Conv1dKernelPlan {
@@ -51,7 +52,9 @@ class Conv1dWindow : public Variant {
     return ParamSpace()
         .add("threads", "threads per block", int_values({128, 256}))
         .add("outputs_per_thread", "consecutive outputs per thread (odd, so that a warp's reads hit 32 banks)",
-             int_values({7, 11, 15, 23, 31}));
+             int_values({7, 11, 15, 23, 31}))
+        .add("staging", "inputs into shared memory through registers, or by cp.async (sm_80+: each thread's copies "
+             "all in flight at once)", {"registers", "async"});
   }
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {
     const Conv1d p(prob);
@@ -61,6 +64,7 @@ class Conv1dWindow : public Variant {
                         " (the window is unrolled: the tiled and FFT variants take longer filters)");
     if (t.per_thread < 1 || t.per_thread % 2 == 0)
       return Status::no("outputs_per_thread " + std::to_string(t.per_thread) + " must be odd (bank conflicts)");
+    if (t.async && dev.cc_major < 8) return Status::no("staging async needs cp.async (sm_80 or newer)");
     if (t.threads > dev.max_threads_per_block) return Status::no("more threads than the device allows");
     if (ceil_div(p.outputs(), t.out()) > INT32_MAX) return Status::no("more than 2^31 blocks");
     if (Status s = shared_memory_fits(t.smem(), dev); !s) return s;
@@ -77,7 +81,8 @@ class Conv1dWindow : public Variant {
   Tolerance tolerance(const Problem& p, const Config&) const override { return direct_tolerance(p.at("m")); }
   std::vector<JitProgram> programs(const Problem& p, const Config& c) const override {
     const WindowTile t = window_tile_of(p, c);
-    return {{"conv1d_window.cuh", {define("M", t.m), define("THREADS", t.threads), define("P", t.per_thread)}}};
+    return {{"conv1d_window.cuh", {define("M", t.m), define("THREADS", t.threads), define("P", t.per_thread),
+                                     define("ASYNC", t.async)}}};
   }
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache& jit) const override {
     return std::make_unique<WindowPlan>(Conv1d(prob), jit.module(programs(prob, c).front()), window_tile_of(prob, c));

@@ -34,3 +34,24 @@ __device__ __forceinline__ void stage_inputs(float* s, const float* __restrict__
     for (int i = threadIdx.x; i < COUNT; i += BLOCK) s[i] = load_or_zero(x, in0 + i, n);
   }
 }
+
+// s[OFF, OFF + COUNT) = x[in0, in0 + COUNT) for a block wholly inside the signal, by 16-byte cp.async copies of
+// the aligned span around it (OFF = in0 % 4; s holds COUNT + 8 floats and is 16-byte aligned). Each thread issues
+// all its copies before it waits once: the register path waits a memory latency per unrolled round of loads,
+// which left the window kernel stalled on them (ncu on the H200: long_scoreboard 57% of stalls, DRAM at 68%).
+// False where it cannot (before sm_80, x not 16-byte aligned, the span past n): the caller stages otherwise.
+template <int BLOCK, int COUNT>
+__device__ __forceinline__ bool stage_inputs_async(float* s, const float* __restrict__ x, long long in0, long long n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const long long first = in0 & ~3LL;
+  const int vectors = int((in0 - first + COUNT + 3) / 4);
+  if ((reinterpret_cast<unsigned long long>(x) & 15) != 0 || first + 4LL * vectors > n) return false;
+  const unsigned base = unsigned(__cvta_generic_to_shared(s));
+  for (int v = threadIdx.x; v < vectors; v += BLOCK)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(base + 16u * v), "l"(x + first + 4LL * v));
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+  return true;
+#else
+  return false;
+#endif
+}

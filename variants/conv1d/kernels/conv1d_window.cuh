@@ -5,7 +5,8 @@
 // bound by the shared-memory pipe (ncu on the H100: L1 at 83% of peak, mio_throttle stalls); here a thread
 // reads (P + M - 1) / P values per output. The outputs go back through shared memory for coalesced stores.
 // y[o] = sum_k x[o + shift + k] g[k], g the reversed filter in constant memory; shift = 0 (valid), -(M-1) (full).
-// Compile-time: M (filter length), THREADS, P (outputs per thread, odd).
+// Compile-time: M (filter length), THREADS, P (outputs per thread, odd), ASYNC (1: interior tiles staged by
+// cp.async, see stage_inputs_async; the tile then starts OFF = in0 % 4 floats into s).
 #include "conv1d_common.cuh"
 
 #define TILE_OUT (THREADS * P)
@@ -18,12 +19,20 @@ conv1d_window(const float* __restrict__ x, float* __restrict__ y, long long n, l
   extern __shared__ float s[];
   const long long o0 = (long long)blockIdx.x * TILE_OUT, in0 = o0 + shift;
   const bool interior = in0 >= 0 && in0 + TILE_IN <= n && o0 + TILE_OUT <= outputs;
-  stage_inputs<THREADS, TILE_IN>(s, x, in0, n, interior);
+  int off = 0;
+  bool staged = false;
+#if ASYNC
+  if (interior) {
+    staged = stage_inputs_async<THREADS, TILE_IN>(s, x, in0, n);
+    if (staged) off = int(in0 & 3);
+  }
+#endif
+  if (!staged) stage_inputs<THREADS, TILE_IN>(s, x, in0, n, interior);
   __syncthreads();
   float acc[P];
 #pragma unroll
   for (int c = 0; c < P; ++c) acc[c] = 0.0f;
-  const float* w = s + threadIdx.x * P;
+  const float* w = s + off + threadIdx.x * P;
   // Input j of the window serves output c through tap j - c: fully unrolled, one input live at a time.
 #pragma unroll
   for (int j = 0; j < P + M - 1; ++j) {
