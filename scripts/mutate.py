@@ -10,7 +10,11 @@
   report  the score (killed / (killed + survived)) per file and in all, and every survivor as a diff.
   all     plan, run and report; plots: mutmut 2 over scripts/convtune_plots with tests/python's tests.
 
-A header is not mutated: every file that includes it would have to be rebuilt per mutant.
+A header is not mutated: every file that includes it would have to be rebuilt per mutant. Nor is device code
+(the bodies of __global__ and __device__ functions, e.g. a family's float64 GPU reference): the CPU suite cannot
+run it; the GPU suite checks it. A mutant whose object file is byte-identical to the unmutated file's (compiled
+at the same path) is counted as equivalent, not as a survivor: the compiler proved it changes nothing (a space,
+a line inside an #ifdef this build leaves out, a constant folded alike).
 """
 import argparse
 import concurrent.futures as futures
@@ -53,6 +57,27 @@ def changed_line(original, mutant):
     return min(len(original), len(mutant))
 
 
+def device_lines(lines):
+    """0-based indices of the lines inside the body of a __global__ or __device__ (not __host__) function."""
+    text = "\n".join(lines)
+    inside = set()
+    for m in re.finditer(r"\b__(global|device)__\b", text):
+        head = text.rfind("\n", 0, m.start()) + 1
+        if "__host__" in text[head:text.find("\n", m.end())]:
+            continue
+        brace, semi = text.find("{", m.end()), text.find(";", m.end())
+        if brace < 0 or 0 <= semi < brace:
+            continue  # a __device__ variable or a declaration: no body
+        depth, i = 0, brace
+        while i < len(text):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        inside.update(range(text.count("\n", 0, m.start()), text.count("\n", 0, i) + 1))
+    return inside
+
+
 def plan(args):
     """Mutants of each file, a sample drawn with the seed, as WORK/plan/plan.json."""
     if not shutil.which("mutate"):
@@ -67,13 +92,18 @@ def plan(args):
         subprocess.run(["mutate", str(source), "cpp", "--noCheck", "--mutantDir", str(folder)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=folder)
         original = source.read_text().splitlines()
+        on_device = device_lines(original)
         mutants = sorted(folder.iterdir(), key=lambda p: int(re.search(r"\.mutant\.(\d+)\.", p.name).group(1)))
-        kept = []
+        kept, device = [], 0
         for m in mutants:
             line = changed_line(original, m.read_text().splitlines())
             text = original[line].strip() if line < len(original) else ""
-            if not text.startswith(("//", "/*", "*", "#include")):
-                kept.append((m, line + 1))
+            if text.startswith(("//", "/*", "*", "#include")):
+                continue
+            if line in on_device:
+                device += 1
+                continue
+            kept.append((m, line + 1))
         total = len(kept)
         if 0 < args.sample < len(kept):
             kept = sorted(random.Random(f"{args.seed}:{name}").sample(kept, args.sample), key=lambda k: k[1])
@@ -83,7 +113,8 @@ def plan(args):
         for m in mutants:  # only the sample is kept: a plan travels to other machines
             if m not in sampled:
                 m.unlink()
-        print(f"plan: {name}: {len(kept)} of {total} mutants", flush=True)
+        print(f"plan: {name}: {len(kept)} of {total} mutants" + (f" ({device} in device code left out)" if device else ""),
+              flush=True)
     (out / "plan.json").write_text(json.dumps({"seed": args.seed, "sample": args.sample, "files": args.files,
                                                "mutants": entries}, indent=1))
 
@@ -159,8 +190,24 @@ class Build:
         return subprocess.run(cmd, shell=True, cwd=self.dir, capture_output=True).returncode == 0
 
 
+_unmutated = {}  # (worker folder, source) -> the unmutated source's object, compiled at the worker's mutant path
+
+
+def unmutated_object(build, source, mutant_path, worker_dir):
+    """The object of the unmutated source compiled as the worker compiles its mutants (the same path, so that
+    the names a compiler derives from it agree), for the identical-object check."""
+    key = (str(worker_dir), source)
+    if key not in _unmutated:
+        text = mutant_path.read_text()
+        mutant_path.write_text((build.tree / source).read_text())
+        obj = worker_dir / "unmutated.o"
+        _unmutated[key] = obj.read_bytes() if build.compile_mutant(source, mutant_path, obj) else None
+        mutant_path.write_text(text)
+    return _unmutated[key]
+
+
 def try_mutant(build, entry, plan_dir, worker_dir, timeout):
-    """killed | survived | invalid, and seconds taken."""
+    """killed | survived | invalid | same object, and seconds taken."""
     start = time.time()
     source = entry["file"]
     text = (plan_dir / entry["mutant"]).read_text()
@@ -171,6 +218,8 @@ def try_mutant(build, entry, plan_dir, worker_dir, timeout):
     try:
         if not build.compile_mutant(source, mutant_path, obj):
             return "invalid", time.time() - start
+        if obj.read_bytes() == unmutated_object(build, source, mutant_path, worker_dir):
+            return "same object", time.time() - start
         original_obj = build.object_of(source)
         if any(f" {original_obj} " not in build.links[t] for t in build.links):
             raise RuntimeError(f"{source}: its object {original_obj} is not in the links")
@@ -259,14 +308,17 @@ def report(args):
     results = [json.loads(l) for l in (work / "results.jsonl").read_text().splitlines()]
     by_file = {}
     for r in results:
-        by_file.setdefault(r["file"], {"killed": 0, "survived": 0, "invalid": 0})[r["outcome"]] += 1
+        by_file.setdefault(r["file"], {"killed": 0, "survived": 0, "invalid": 0, "same object": 0})[r["outcome"]] += 1
     killed = sum(c["killed"] for c in by_file.values())
     survived = sum(c["survived"] for c in by_file.values())
     invalid = sum(c["invalid"] for c in by_file.values())
-    lines = ["| file | killed | survived | did not compile |", "|---|---|---|---|"]
-    lines += [f"| {f} | {c['killed']} | {c['survived']} | {c['invalid']} |" for f, c in sorted(by_file.items())]
+    same = sum(c["same object"] for c in by_file.values())
+    lines = ["| file | killed | survived | did not compile | same object |", "|---|---|---|---|---|"]
+    lines += [f"| {f} | {c['killed']} | {c['survived']} | {c['invalid']} | {c['same object']} |"
+              for f, c in sorted(by_file.items())]
     score = f"{100 * killed / (killed + survived):.1f}%" if killed + survived else "n/a"
-    lines += ["", f"C++: {killed} killed, {survived} survived, {invalid} did not compile: score {score}", "",
+    lines += ["", f"C++: {killed} killed, {survived} survived, {invalid} did not compile, {same} compiled to the unmutated "
+              f"object (equivalent): score {score}", "",
               "Surviving mutants:"]
     for r in results:
         if r["outcome"] != "survived":

@@ -1,0 +1,77 @@
+"""scripts/mutate.py's choices of what to mutate and how to count it, without a compiler."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("mutate", REPO / "scripts" / "mutate.py")
+mutate = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(mutate)
+
+SOURCE = """\
+#include "x.h"
+__constant__ float c_filter[4];
+__device__ int counter;
+__device__ float twice(float v);
+__global__ void kernel(const float* a,
+                       float* b) {
+  if (threadIdx.x == 0) {
+    b[0] = a[0];
+  }
+}
+__host__ __device__ inline int both(int v) {
+  return v + 1;
+}
+int host_rule(int v) { return v > 2 ? 1 : 0; }
+__device__ float square(float v) { return v * v; }
+int after(int v) {
+  return v;
+}
+"""
+
+
+def test_device_lines_are_the_kernels_and_device_functions_whole():
+    lines = SOURCE.splitlines()
+    inside = mutate.device_lines(lines)
+    # kernel: its signature (both lines) through its closing brace; square: its one line.
+    assert sorted(i + 1 for i in inside) == [5, 6, 7, 8, 9, 10, 15]
+
+
+@pytest.mark.parametrize("line", [2, 3, 4, 11, 12, 13, 14, 16, 17, 18])
+def test_host_code_variables_declarations_and_host_device_functions_stay_mutable(line):
+    assert line - 1 not in mutate.device_lines(SOURCE.splitlines())
+
+
+def test_every_family_reference_kernel_is_left_out_and_every_rule_file_keeps_its_lines():
+    for name in mutate.default_files():
+        lines = (REPO / name).read_text().splitlines()
+        inside = mutate.device_lines(lines)
+        kernels = sum(1 for l in lines if "__global__" in l)
+        if name.endswith(".cpp"):
+            assert not inside, name
+        for i, l in enumerate(lines):
+            if "__global__" in l:
+                assert i in inside, f"{name}:{i + 1}"
+        if kernels:
+            assert 0 < len(inside) < len(lines), name
+
+
+def test_the_report_counts_an_identical_object_apart_from_the_score(tmp_path, capsys):
+    work = tmp_path
+    (work / "plan").mkdir()
+    rows = [{"file": "harness/select.cpp", "mutant": "m1", "line": 3, "outcome": "killed"},
+            {"file": "harness/select.cpp", "mutant": "m2", "line": 4, "outcome": "killed"},
+            {"file": "harness/select.cpp", "mutant": "m3", "line": 5, "outcome": "killed"},
+            {"file": "harness/select.cpp", "mutant": "m4", "line": 6, "outcome": "same object"},
+            {"file": "harness/select.cpp", "mutant": "m5", "line": 7, "outcome": "invalid"}]
+    (work / "results.jsonl").write_text("".join(__import__("json").dumps(r) + "\n" for r in rows))
+
+    class Args:
+        pass
+    args = Args()
+    args.work = str(work)
+    mutate.report(args)
+    text = (work / "report.md").read_text()
+    assert "3 killed, 0 survived, 1 did not compile, 1 compiled to the unmutated object (equivalent): score 100.0%" in text
+    assert "| harness/select.cpp | 3 | 0 | 1 | 1 |" in text
