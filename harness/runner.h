@@ -17,6 +17,12 @@ namespace convtune {
 
 using json = nlohmann::json;
 
+struct ErrorSums;
+
+// The verification record of an output whose errors against the float64 reference are `e`: rel_l2,
+// max_abs, max_rel, nonfinite, the tolerance, and pass (no non-finite output, both errors within tolerance).
+json verification_verdict(const ErrorSums& e, const Tolerance& tol);
+
 // Device buffers for one problem, reused by every candidate of that problem.
 struct ProblemBuffers {
   Problem problem;

@@ -12,7 +12,7 @@
 
 A header is not mutated: every file that includes it would have to be rebuilt per mutant. Nor is device code
 (the bodies of __global__ and __device__ functions, e.g. a family's float64 GPU reference): the CPU suite cannot
-run it; the GPU suite checks it. A mutant whose object file is byte-identical to the unmutated file's (compiled
+run it; the GPU suite checks it. Nor a family's example() and test_problems(): test data, not rules. A mutant whose object file is byte-identical to the unmutated file's (compiled
 at the same path) is counted as equivalent, not as a survivor: the compiler proved it changes nothing (a space,
 a line inside an #ifdef this build leaves out, a constant folded alike).
 """
@@ -57,24 +57,40 @@ def changed_line(original, mutant):
     return min(len(original), len(mutant))
 
 
+def _body_lines(text, start):
+    """0-based lines from the one holding `start` through the end of the body whose brace follows it, or
+    None where a ';' comes first (a declaration or a variable: no body)."""
+    brace, semi = text.find("{", start), text.find(";", start)
+    if brace < 0 or 0 <= semi < brace:
+        return None
+    depth, i = 0, brace
+    while i < len(text):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            break
+        i += 1
+    return range(text.count("\n", 0, start), text.count("\n", 0, i) + 1)
+
+
 def device_lines(lines):
-    """0-based indices of the lines inside the body of a __global__ or __device__ (not __host__) function."""
+    """0-based indices of the lines of a __global__ or __device__ (not __host__) function, signature included."""
     text = "\n".join(lines)
     inside = set()
     for m in re.finditer(r"\b__(global|device)__\b", text):
         head = text.rfind("\n", 0, m.start()) + 1
         if "__host__" in text[head:text.find("\n", m.end())]:
             continue
-        brace, semi = text.find("{", m.end()), text.find(";", m.end())
-        if brace < 0 or 0 <= semi < brace:
-            continue  # a __device__ variable or a declaration: no body
-        depth, i = 0, brace
-        while i < len(text):
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            if depth == 0:
-                break
-            i += 1
-        inside.update(range(text.count("\n", 0, m.start()), text.count("\n", 0, i) + 1))
+        inside.update(_body_lines(text, m.start()) or ())
+    return inside
+
+
+def test_data_lines(lines):
+    """0-based indices of a family's example() and test_problems(): the shapes the tests run, data rather than
+    rules (a changed shape is another test, still as awkward as the table's comment asks, not a bug)."""
+    text = "\n".join(lines)
+    inside = set()
+    for m in re.finditer(r"\b(example|test_problems)\(\) const override", text):
+        inside.update(_body_lines(text, m.start()) or ())
     return inside
 
 
@@ -92,9 +108,9 @@ def plan(args):
         subprocess.run(["mutate", str(source), "cpp", "--noCheck", "--mutantDir", str(folder)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=folder)
         original = source.read_text().splitlines()
-        on_device = device_lines(original)
+        on_device, test_data = device_lines(original), test_data_lines(original)
         mutants = sorted(folder.iterdir(), key=lambda p: int(re.search(r"\.mutant\.(\d+)\.", p.name).group(1)))
-        kept, device = [], 0
+        kept, device, data = [], 0, 0
         for m in mutants:
             line = changed_line(original, m.read_text().splitlines())
             text = original[line].strip() if line < len(original) else ""
@@ -102,6 +118,9 @@ def plan(args):
                 continue
             if line in on_device:
                 device += 1
+                continue
+            if line in test_data:
+                data += 1
                 continue
             kept.append((m, line + 1))
         total = len(kept)
@@ -113,7 +132,8 @@ def plan(args):
         for m in mutants:  # only the sample is kept: a plan travels to other machines
             if m not in sampled:
                 m.unlink()
-        print(f"plan: {name}: {len(kept)} of {total} mutants" + (f" ({device} in device code left out)" if device else ""),
+        left_out = [f"{device} in device code"] * bool(device) + [f"{data} in test data"] * bool(data)
+        print(f"plan: {name}: {len(kept)} of {total} mutants" + (f" ({', '.join(left_out)} left out)" if left_out else ""),
               flush=True)
     (out / "plan.json").write_text(json.dumps({"seed": args.seed, "sample": args.sample, "files": args.files,
                                                "mutants": entries}, indent=1))

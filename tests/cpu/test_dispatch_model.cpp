@@ -200,6 +200,33 @@ TEST(DispatchModel, CorruptModelsAreRefusedNamingWhatIsWrong) {
   EXPECT_TRUE(contains(refusal([](json& m) { m["numeric"] = 5; }), "numeric"));
 }
 
+// A model is used only where it names the family's dims, in order: one fitted before a dim was added (or
+// with its dims in another order, its features would be read wrongly) is left out, and the family takes
+// the nearest rule, as a table without a model does.
+TEST(DispatchModel, AModelIsUsedOnlyWhereItNamesTheFamilysDimsInOrder) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const json& good = shipped().table;
+  const Problem unseen = conv2d(3001, 2999, 3);
+  ASSERT_EQ(lookup(good, unseen).rule, "model");
+  const json dims = good["model"]["families"]["conv2d"]["dims"];
+  ASSERT_GE(dims.size(), 3u);
+  auto rule_with = [&](const json& other_dims) {
+    json t = good;
+    t["model"]["families"]["conv2d"]["dims"] = other_dims;
+    return lookup(t, unseen).rule;
+  };
+  EXPECT_EQ(rule_with(dims), "model");
+  json reversed = json::array();
+  for (size_t i = dims.size(); i-- > 0;) reversed.push_back(dims[i]);
+  EXPECT_EQ(rule_with(reversed), "nearest");
+  json renamed = dims;
+  renamed[0] = "height";
+  EXPECT_EQ(rule_with(renamed), "nearest");
+  json fewer = dims;
+  fewer.erase(fewer.size() - 1);
+  EXPECT_EQ(rule_with(fewer), "nearest");
+}
+
 // The one rule set: a fleet picks its table by the rules, and a GPU no table was measured on gets the
 // first table's default, never its model or entries.
 TEST(DispatchModel, FleetDefaultsUseNoModel) {

@@ -305,3 +305,18 @@ TEST(LayerImplicitGemm, SpacesAreSmall) {
     EXPECT_LE(valid, 40u) << family;  // the sweep measures every point
   }
 }
+
+// A backward-filter GEMM that fills the GPU by itself can run unsplit: no second kernel, no workspace (a
+// split of s keeps s partial dW arrays). The C512 7x7 ResNet layer's dW is 512 x 4608, 288 tiles of 128x64
+// (4 x 288 >= 132 SMs), so the space must offer splits 1 and can_implement allow it, for SIMT and
+// tensor-core tiles; without it every dW of a large layer would allocate splits x 512 x 4608 floats.
+TEST(LayerImplicitGemm, BackwardFilterOnAFullGridCanRunUnsplit) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = Registry::instance().get("layer_bwd_filter.implicit_gemm");
+  const Problem p = big("layer_bwd_filter", {32, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1});
+  std::set<std::string> unsplit_tiles;
+  for (const Config& c : v.space(p, dev).enumerate())
+    if (c.at("splits") == 1 && v.can_implement(p, c, dev).ok) unsplit_tiles.insert(c.at("tile").get<std::string>());
+  EXPECT_TRUE(unsplit_tiles.count("128x64x16")) << "no unsplit 128x64 tensor-core config";
+  EXPECT_TRUE(unsplit_tiles.count("128x64x8")) << "no unsplit 128x64 SIMT config";
+}

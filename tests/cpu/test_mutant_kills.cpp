@@ -18,12 +18,18 @@
 #include <vector>
 
 #include "harness/error.h"
+#include "harness/family.h"
+#include "harness/gpu_kernels.h"
+#include "harness/measure.h"
 #include "harness/json_file.h"
 #include "harness/merge.h"
 #include "harness/records.h"
 #include "harness/replay.h"
+#include "harness/runner.h"
+#include "harness/variant.h"
 #include "harness/shard.h"
 #include "test_support.h"
+#include "variants/conv1d_parts/parts_common.h"
 
 namespace convtune {
 namespace {
@@ -98,6 +104,86 @@ std::vector<fs::path> mk_two_shards(const fs::path& root) {
 json mk_profile(const std::string& candidate, double dram_bytes) {
   return {{"problem_key", "conv2d:h=8192,r=1,w=8192"}, {"candidate", candidate}, {"status", "ok"},
           {"dram_bytes", dram_bytes}};
+}
+
+// ---- Survivors of the 2026-11-28 sample (seed 9) ----------------------------------------------------------
+
+// measure.cpp:48, a timing's JSON without min_ms and mean_ms (every record's timing block): each field pinned.
+TEST(MutantKills, TimingJsonHoldsEveryField) {
+  Timing t;
+  t.median_ms = 1.5, t.min_ms = 1.25, t.mean_ms = 1.75, t.stdev_ms = 0.5, t.rel_stderr = 0.125;
+  t.samples = 7;
+  t.converged = true;
+  const json want = {{"median_ms", 1.5}, {"min_ms", 1.25}, {"mean_ms", 1.75}, {"stdev_ms", 0.5},
+                     {"samples", 7},     {"rel_stderr", 0.125}, {"converged", true}};
+  EXPECT_EQ(t.to_json(), want);
+}
+
+// runner.cpp:169, the verification record without max_abs; and the pass rule itself (the runner's pass/fail
+// decision): rel_l2 = sqrt(sq_err / sq_ref), max_rel = max_abs_err / max_abs_ref, both within the
+// tolerance inclusive, no non-finite output. Worked by hand: sq_err 4e-12, sq_ref 4 -> rel_l2 1e-6.
+TEST(MutantKills, VerificationVerdictPinsEveryFieldAndThePassRule) {
+  ErrorSums e;
+  e.sq_err = 4e-12, e.sq_ref = 4, e.max_abs_err = 2e-5, e.max_abs_ref = 0.5;
+  const Tolerance tol{1e-5, 1e-4};
+  const json v = verification_verdict(e, tol);
+  EXPECT_DOUBLE_EQ(v.at("rel_l2").get<double>(), 1e-6);
+  EXPECT_DOUBLE_EQ(v.at("max_abs").get<double>(), 2e-5);
+  EXPECT_DOUBLE_EQ(v.at("max_rel").get<double>(), 4e-5);
+  EXPECT_EQ(v.at("nonfinite"), 0);
+  EXPECT_EQ(v.at("tolerance"), (json{{"rel_l2", 1e-5}, {"max_rel", 1e-4}}));
+  EXPECT_EQ(v.at("pass"), true);
+  EXPECT_EQ(v.size(), 6u);
+
+  ErrorSums at_max = e;
+  at_max.max_abs_err = 5e-5;  // max_rel 1e-4: at the tolerance passes
+  EXPECT_EQ(verification_verdict(at_max, tol).at("pass"), true);
+  at_max.max_abs_err = 5.0001e-5;
+  EXPECT_EQ(verification_verdict(at_max, tol).at("pass"), false);
+  ErrorSums rel = e;
+  rel.sq_err = 4.0004e-10;  // rel_l2 just over 1e-5
+  EXPECT_EQ(verification_verdict(rel, tol).at("pass"), false);
+  ErrorSums nan_out = e;
+  nan_out.nonfinite = 1;  // errors otherwise tiny: a NaN never passes
+  EXPECT_EQ(verification_verdict(nan_out, tol).at("pass"), false);
+  ErrorSums inf_sum = e;
+  inf_sum.sq_err = INFINITY;
+  EXPECT_EQ(verification_verdict(inf_sum, tol).at("pass"), false);
+  // A zero reference: the errors are absolute.
+  ErrorSums zero_ref;
+  zero_ref.sq_err = 1e-12, zero_ref.max_abs_err = 1e-6;
+  const json z = verification_verdict(zero_ref, tol);
+  EXPECT_DOUBLE_EQ(z.at("rel_l2").get<double>(), 1e-6);
+  EXPECT_DOUBLE_EQ(z.at("max_rel").get<double>(), 1e-6);
+}
+
+// parts_common.cpp:27, count_parts without its block-length check: a zero length divides by zero.
+TEST(MutantKills, CountPartsRefusesBlockLengthsBelowOne) {
+  EXPECT_THROW(parts::count_parts(100, 100, 8, 0, 0, 199), std::invalid_argument);
+  EXPECT_THROW(parts::count_parts(100, 100, 0, 8, 0, 199), std::invalid_argument);
+  EXPECT_THROW(parts::count_parts(100, 100, -8, 8, 0, 199), std::invalid_argument);
+  EXPECT_THROW(parts::count_parts(100, 100, 8, 12, 0, 199), std::invalid_argument);  // neither divides
+  EXPECT_NO_THROW(parts::count_parts(100, 100, 8, 4, 0, 199));
+}
+
+// spatial.cpp:101, conv1d.direct's byte model with the halo miscounted. By hand: full, n = 1000, m = 33:
+// 1032 outputs; tiles of 128 x 4 = 512 outputs: 3 blocks, each reading 512 + 32 inputs; plus the filter and
+// the outputs: 4 * (3 * 544 + 33 + 1032) = 10788 bytes; flops 2 * 1032 * 33.
+TEST(MutantKills, Conv1dDirectCountsEachBlocksHaloOnce) {
+  const Variant& v = Registry::instance().get("conv1d.direct");
+  const Problem p{"conv1d", {{"n", 1000}, {"m", 33}, {"mode", 1}}};
+  const Cost c = v.cost(p, Config{{"threads", 128}, {"outputs_per_thread", 4}, {"filter", "constant"}});
+  EXPECT_DOUBLE_EQ(c.bytes_model, 10788.0);
+  EXPECT_DOUBLE_EQ(c.flops_variant, 2.0 * 1032 * 33);
+}
+
+// layer_variant.cpp:99, the refusal of another family's problem without its reason.
+TEST(MutantKills, ALayerVariantRefusesAnotherFamilysProblemSayingSo) {
+  const Variant& v = Registry::instance().get("layer_fwd.implicit_gemm");
+  const Problem other = find_family("layer_bwd_data").example();
+  EXPECT_EQ(v.can_implement(other, v.space(other, DeviceInfo::offline_sm90()).enumerate().front(),
+                            DeviceInfo::offline_sm90()).reason,
+            "not a layer_fwd problem");
 }
 
 }  // namespace

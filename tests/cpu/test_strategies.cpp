@@ -259,6 +259,29 @@ TEST(Strategies, WarmStartsFromThePriorAndFallsBackToAnneal) {
   for (size_t i = 0; i < w.proposals.size(); ++i) EXPECT_EQ(w.proposals[i].index, a.proposals[i].index);
 }
 
+// Warm's first proposals are the prior's top: the best config of each variant (in the prior's order), then
+// the rest of the prior's ranking, max(8, 10% of the space) in all within half the budget. The bowl has 156
+// candidates: budget 39, half 20, top = min(20, max(8, 16)) = 16.
+TEST(Strategies, WarmTakesThePriorsTopTenPercentOrEightFirst) {
+  const Landscape l = bowl();
+  ASSERT_EQ(l.cands.size(), 156u);
+  std::vector<size_t> prior(l.cands.size());
+  for (size_t i = 0; i < prior.size(); ++i) prior[i] = prior.size() - 1 - i;  // the slow variant ranked first
+  std::vector<size_t> want = {prior[0]};
+  for (size_t i : prior)
+    if (l.cands[i].variant != l.cands[prior[0]].variant) {
+      want.push_back(i);
+      break;
+    }
+  for (size_t i : prior)
+    if (want.size() < 16 && std::find(want.begin(), want.end(), i) == want.end()) want.push_back(i);
+  StrategyOptions o = seeded(3);
+  o.prior_order = prior;
+  const Trace r = run("warm", l, o);
+  ASSERT_EQ(r.proposals.size(), 39u);
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(r.proposals[k].index, want[k]) << "proposal " << k;
+}
+
 TEST(Strategies, AllRespectMaxEvaluations) {
   const Landscape l = bowl();
   for (const auto& name : strategy_names())

@@ -75,3 +75,33 @@ def test_the_report_counts_an_identical_object_apart_from_the_score(tmp_path, ca
     text = (work / "report.md").read_text()
     assert "3 killed, 0 survived, 1 did not compile, 1 compiled to the unmutated object (equivalent): score 100.0%" in text
     assert "| harness/select.cpp | 3 | 0 | 1 | 1 |" in text
+
+
+FAMILY = """\
+class F : public Family {
+  Problem example() const override { return {kF, {{"n", 8}}}; }
+  std::vector<Problem> test_problems() const override {
+    return {{kF, {{"n", 1}}},
+            {kF, {{"n", 7}}}};
+  }
+  void validate(const Problem& p) const override {
+    if (p.at("n") < 1) throw InputError("n");
+  }
+  std::vector<Problem> test_problems() const;
+};
+"""
+
+
+def test_test_data_is_example_and_test_problems_only():
+    assert sorted(i + 1 for i in mutate.test_data_lines(FAMILY.splitlines())) == [2, 3, 4, 5, 6]
+
+
+def test_every_family_has_its_test_shapes_left_out_and_its_validation_kept():
+    for name in mutate.default_files():
+        lines = (REPO / name).read_text().splitlines()
+        data = mutate.test_data_lines(lines)
+        for i, l in enumerate(lines):
+            if "test_problems() const override" in l:
+                assert i in data and i + 1 in data, f"{name}:{i + 1}"
+            if "validate(" in l or "tolerance(" in l:
+                assert i not in data, f"{name}:{i + 1}"
