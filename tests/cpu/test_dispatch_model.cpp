@@ -200,6 +200,41 @@ TEST(DispatchModel, CorruptModelsAreRefusedNamingWhatIsWrong) {
   EXPECT_TRUE(contains(refusal([](json& m) { m["numeric"] = 5; }), "numeric"));
 }
 
+// The shipped fleet's models, compiled by the runtime's loader, predict what their JSON trees say, walked
+// here directly (a split goes "yes" when the feature is below the threshold; a leaf has feature -1): links
+// made absolute, leaves linked to themselves, the depth right. Needs no XGBoost: the fleet table carries
+// its fitted trees.
+TEST(DispatchModel, CompiledShippedModelsPredictWhatTheirTreesSay) {
+  const json fleet = read_json(fs::path(CONVTUNE_SOURCE_DIR) / "results/fleet-h100-h200/dispatch.json");
+  const DispatchTable table(fleet);
+  std::mt19937 rng(11);
+  int compared = 0;
+  for (size_t t = 0; t < table.size(); ++t) {
+    const CompiledTable& c = table.table(t);
+    ASSERT_EQ(c.models.size(), c.model_families.size());
+    for (size_t k = 0; k < c.models.size(); ++k) {
+      const json& m = (*c.source)["model"]["families"][c.model_families[k]];
+      const int n = m["feature_count"].get<int>();
+      for (int trial = 0; trial < 20; ++trial) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (float& v : x) v = std::uniform_real_distribution<float>(-2.f, 12.f)(rng);
+        double want = m["base"].get<double>();
+        for (const json& tree : m["trees"]) {
+          int i = 0;
+          while (tree["feature"][i].get<int>() >= 0)
+            i = x[size_t(tree["feature"][i].get<int>())] < tree["threshold"][i].get<float>() ? tree["yes"][i].get<int>()
+                                                                                             : tree["no"][i].get<int>();
+          want += tree["value"][i].get<double>();
+        }
+        EXPECT_NEAR(convtune_dispatch::predict(c.models[k], x.data()), want, 1e-4 * (1 + std::abs(want)))
+            << c.model_families[k];
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 20 * 8) << "the fleet should carry models of several families on both GPUs";
+}
+
 // A model is used only where it names the family's dims, in order: one fitted before a dim was added (or
 // with its dims in another order, its features would be read wrongly) is left out, and the family takes
 // the nearest rule, as a table without a model does.

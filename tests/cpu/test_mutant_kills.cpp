@@ -25,7 +25,12 @@
 #include "harness/merge.h"
 #include "harness/records.h"
 #include "harness/replay.h"
+#include "harness/run_folder.h"
 #include "harness/runner.h"
+#include "harness/perf_model.h"
+#include "harness/spec.h"
+#include "harness/sweep_options.h"
+#include "harness/strategies/common.h"
 #include "harness/variant.h"
 #include "harness/shard.h"
 #include "test_support.h"
@@ -184,6 +189,99 @@ TEST(MutantKills, ALayerVariantRefusesAnotherFamilysProblemSayingSo) {
   EXPECT_EQ(v.can_implement(other, v.space(other, DeviceInfo::offline_sm90()).enumerate().front(),
                             DeviceInfo::offline_sm90()).reason,
             "not a layer_fwd problem");
+}
+
+// ---- Survivors of the 2026-11-28 sample (seed 10) ---------------------------------------------------------
+
+// measure.cpp:58, the median of an odd count read at ms[n % 2] instead of ms[n / 2]: five samples, the middle
+// one after sorting.
+TEST(MutantKills, TheMedianOfAnOddCountIsTheMiddleSample) {
+  EXPECT_DOUBLE_EQ(Timing::from_samples({9, 1, 5, 3, 7}).median_ms, 5.0);
+  EXPECT_DOUBLE_EQ(Timing::from_samples({9, 1, 5, 3, 7, 11, 13}).median_ms, 7.0);
+  EXPECT_DOUBLE_EQ(Timing::from_samples({4, 1, 3, 2}).median_ms, 2.5);
+}
+
+// runner.cpp:117, a record's skeleton without its config (select, export and resume read it).
+TEST(MutantKills, ARecordsSkeletonHoldsItsConfigAndNames) {
+  const Variant& v = Registry::instance().get("conv1d.direct");
+  const Problem p{"conv1d", {{"n", 1000}, {"m", 33}, {"mode", 1}}};
+  const Config c{{"threads", 128}, {"outputs_per_thread", 4}, {"filter", "constant"}};
+  const json r = Runner::skeleton(v, p, c, Ceilings{});
+  EXPECT_EQ(r.at("config"), c);
+  EXPECT_EQ(r.at("variant"), "conv1d.direct");
+  EXPECT_EQ(r.at("candidate"), "conv1d.direct[filter=constant,outputs_per_thread=4,threads=128]");
+  EXPECT_EQ(r.at("problem_key"), p.key());
+}
+
+SweepSpec one_problem_spec() {
+  return SweepSpec::parse({{"name", "summary-test"},
+                           {"problems", {{{"family", "conv1d"}, {"n", 1000}, {"m", 33}, {"mode", 1}}}},
+                           {"variants", {"conv1d.direct"}}});
+}
+
+// run_folder.cpp:60 and :77: a shard job's summary names its shard (merge checks it), and every summary
+// names the tool, its version and schema.
+TEST(MutantKills, ANewRunsSummaryNamesTheToolAndItsShard) {
+  const fs::path root = test::fresh_temp_dir("summary-fields");
+  SweepOptions o;
+  o.ceilings = false;
+  o.quiet = true;
+  o.shard = Shard{1, 3};
+  std::ostringstream log;
+  open_run_folder(one_problem_spec(), root / "run", DeviceInfo::offline_sm90(), o, {"convtune", "sweep"}, log);
+  const json s = read_json(root / "run" / "summary.json");
+  EXPECT_EQ(s.at("shard"), Shard({1, 3}).to_json());
+  EXPECT_EQ(s.at("tool"), "convtune");
+  EXPECT_TRUE(s.at("version").is_string() && !s["version"].get<std::string>().empty());
+  EXPECT_EQ(s.at("schema"), kSchemaVersion);
+  EXPECT_EQ(s.at("argv"), json({"convtune", "sweep"}));
+  o.shard = Shard{};
+  open_run_folder(one_problem_spec(), root / "unsharded", DeviceInfo::offline_sm90(), o, {}, log);
+  EXPECT_FALSE(read_json(root / "unsharded" / "summary.json").contains("shard"));
+  fs::remove_all(root);
+}
+
+// run_folder.cpp:88, the error of a summary update on a folder that is not there without its words.
+TEST(MutantKills, UpdatingTheSummaryOfAMissingFolderSaysItCannotOpenIt) {
+  const fs::path missing = test::fresh_temp_dir("summary-missing") / "no-such-run";
+  try {
+    update_summary(missing, [](json&) {});
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot open " + missing.string());
+  }
+}
+
+// perf_model.cpp:51, CONVTUNE_MODEL_OPTIONS read only up to its first option.
+TEST(MutantKills, ModelOptionsReadEveryItemOfTheList) {
+  setenv("CONVTUNE_MODEL_OPTIONS", "rounds=7,depth=3,eta=0.125,relative=0", 1);
+  const ModelOptions o = ModelOptions::from_env();
+  unsetenv("CONVTUNE_MODEL_OPTIONS");
+  EXPECT_EQ(o.rounds, 7);
+  EXPECT_EQ(o.depth, 3);
+  EXPECT_DOUBLE_EQ(o.eta, 0.125);
+  EXPECT_FALSE(o.relative);
+  // An unknown or malformed item is an error naming it, never skipped (perf_model.cpp:51: a break in the catch).
+  for (const char* bad : {"rounds=7,bogus=1", "depth=x"}) {
+    setenv("CONVTUNE_MODEL_OPTIONS", bad, 1);
+    const std::string msg = test::input_error([] { ModelOptions::from_env(); });
+    unsetenv("CONVTUNE_MODEL_OPTIONS");
+    const std::string item = std::string(bad).substr(std::string(bad).rfind(',') + 1);
+    EXPECT_EQ(msg.rfind("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: rounds=N", 0), 0u) << msg;
+  }
+}
+
+// strategies/common.cpp:74, numeric values not sorted: a neighbour is the next value up or down, whatever
+// order the candidates came in (here block_x 64, 16, 32).
+TEST(MutantKills, NeighboursFollowNumericOrderNotTheCandidatesOrder) {
+  const Variant* v = Registry::instance().find("conv2d.register_tiled");
+  std::vector<SearchCandidate> cands;
+  for (int bx : {64, 16, 32}) cands.push_back({v, Config{{"block_x", bx}}});
+  const strategies::NeighbourGraph g(cands);
+  auto neighbours = [&](size_t i) { return std::set<size_t>(g.neighbours[i].begin(), g.neighbours[i].end()); };
+  EXPECT_EQ(neighbours(0), (std::set<size_t>{2}));     // 64: 32
+  EXPECT_EQ(neighbours(1), (std::set<size_t>{2}));     // 16: 32
+  EXPECT_EQ(neighbours(2), (std::set<size_t>{0, 1}));  // 32: 16 and 64
 }
 
 }  // namespace

@@ -164,6 +164,26 @@ TEST(Merge, APackedShardMergesLikeAPlainOne) {
   fs::remove_all(root);
 }
 
+// The merge log lists the first five duplicates, one line each (merge.cpp:155's cap).
+TEST(Merge, TheLogListsTheFirstFiveDuplicates) {
+  const fs::path root = test::fresh_temp_dir("shard-test-dup-log");
+  auto shards = split(root, 2);
+  const auto s1 = read_records(shards[1] / "records.jsonl").records;
+  ASSERT_GE(s1.size(), 7u);
+  {
+    RecordWriter w(shards[0] / "records.jsonl");
+    for (size_t i = 0; i < 7; ++i) w.append(s1[i]);
+  }
+  std::ostringstream log;
+  const json merged = merge_runs(shards, root / "merged", {}, log);
+  EXPECT_EQ(merged["merge"]["duplicates"], 7);
+  std::istringstream lines(log.str());
+  int listed = 0;
+  for (std::string line; std::getline(lines, line);) listed += line.rfind("  duplicate: ", 0) == 0;
+  EXPECT_EQ(listed, 5) << log.str();
+  fs::remove_all(root);
+}
+
 TEST(Merge, ReportsDuplicatesGapsAndMissingShards) {
   const fs::path root = test::fresh_temp_dir("shard-test-gaps");
   auto shards = split(root, 2);
