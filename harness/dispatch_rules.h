@@ -14,7 +14,7 @@
 namespace convtune_dispatch {
 
 constexpr int kMaxDims = 16;      // the family with the most dims has 14
-constexpr int kMaxParams = 8;     // tunables of one candidate
+constexpr int kMaxParams = 12;    // tunables of one candidate (layer_fwd.direct_tiled with an epilogue has 9)
 constexpr int kMaxFeatures = 512;  // a model's features (dims x numeric tunables dominate)
 
 // A tunable's value: an integer (str_value == nullptr) or a name.
