@@ -39,7 +39,7 @@ harness/merge.cpp harness/records.cpp harness/run_folder.cpp harness/sweep_plan.
 harness/runner.cpp harness/measure.cpp harness/problem.cpp harness/params.cpp harness/perf_model.cpp
 harness/strategies/common.cpp harness/strategies/exhaustive.cpp harness/strategies/halving.cpp
 harness/strategies/random.cpp harness/strategies/warm.cpp
-variants/conv2d/direct.cpp variants/conv2d/jit_conv2d.cpp variants/conv1d/spatial.cpp
+variants/conv2d/direct.cpp variants/conv2d/jit_conv2d.cpp variants/conv1d/spatial.cpp variants/conv1d/window.cpp
 variants/conv1d_parts/parts_common.cpp variants/conv1d_parts/schedule.cpp variants/layer_common/layer_variant.cpp
 variants/layer_common/implicit_gemm.cpp variants/layer_pool/pool_variants.cpp""".split()
 
