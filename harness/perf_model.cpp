@@ -172,7 +172,9 @@ rules::Entry record_entry(const json& r, std::vector<std::string>& text) {
   e.variant = text.back().c_str();
   const json config = r.value("config", json::object());
   for (const auto& [k, v] : config.items()) {
-    if (e.param_count == rules::kMaxParams) break;
+    if (e.param_count == rules::kMaxParams)
+      throw InputError(r.value("candidate", e.variant) + ": more than " + std::to_string(rules::kMaxParams) +
+                       " tunables; the dispatch rules hold at most that many (raise kMaxParams)");
     rules::Param& p = e.params[e.param_count++];
     text.push_back(k);
     p.name = text.back().c_str();

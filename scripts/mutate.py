@@ -57,6 +57,14 @@ def changed_line(original, mutant):
     return min(len(original), len(mutant))
 
 
+def _code_only(text):
+    """text with comments and string and character literals blanked (newlines kept), so that their braces,
+    semicolons and words do not count."""
+    def blank(m):
+        return re.sub(r"[^\n]", " ", m.group(0))
+    return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', blank, text, flags=re.S)
+
+
 def _body_lines(text, start):
     """0-based lines from the one holding `start` through the end of the body whose brace follows it, or
     None where a ';' comes first (a declaration or a variable: no body)."""
@@ -69,12 +77,14 @@ def _body_lines(text, start):
         if depth == 0:
             break
         i += 1
+    if depth:
+        raise ValueError(f"unbalanced braces after line {text.count(chr(10), 0, start) + 1}")
     return range(text.count("\n", 0, start), text.count("\n", 0, i) + 1)
 
 
 def device_lines(lines):
     """0-based indices of the lines of a __global__ or __device__ (not __host__) function, signature included."""
-    text = "\n".join(lines)
+    text = _code_only("\n".join(lines))
     inside = set()
     for m in re.finditer(r"\b__(global|device)__\b", text):
         head = text.rfind("\n", 0, m.start()) + 1
@@ -87,7 +97,7 @@ def device_lines(lines):
 def test_data_lines(lines):
     """0-based indices of a family's example() and test_problems(): the shapes the tests run, data rather than
     rules (a changed shape is another test, still as awkward as the table's comment asks, not a bug)."""
-    text = "\n".join(lines)
+    text = _code_only("\n".join(lines))
     inside = set()
     for m in re.finditer(r"\b(example|test_problems)\(\) const override", text):
         inside.update(_body_lines(text, m.start()) or ())

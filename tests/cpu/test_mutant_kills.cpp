@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/dispatch_rules.h"
 #include "harness/error.h"
 #include "harness/family.h"
 #include "harness/gpu_kernels.h"
@@ -148,12 +149,20 @@ TEST(MutantKills, VerificationVerdictPinsEveryFieldAndThePassRule) {
   ErrorSums rel = e;
   rel.sq_err = 4.0004e-10;  // rel_l2 just over 1e-5
   EXPECT_EQ(verification_verdict(rel, tol).at("pass"), false);
+  // Both bounds inclusive, in exact binary fractions: rel_l2 = sqrt(1 / 16) = 0.25, max_rel = 0.125 / 1.
+  ErrorSums edge;
+  edge.sq_err = 1, edge.sq_ref = 16, edge.max_abs_err = 0.125, edge.max_abs_ref = 1;
+  EXPECT_EQ(verification_verdict(edge, Tolerance{0.25, 0.125}).at("pass"), true);
+  EXPECT_EQ(verification_verdict(edge, Tolerance{0.25, 0.0625}).at("pass"), false);
+  EXPECT_EQ(verification_verdict(edge, Tolerance{0.125, 0.125}).at("pass"), false);
   ErrorSums nan_out = e;
   nan_out.nonfinite = 1;  // errors otherwise tiny: a NaN never passes
   EXPECT_EQ(verification_verdict(nan_out, tol).at("pass"), false);
   ErrorSums inf_sum = e;
   inf_sum.sq_err = INFINITY;
   EXPECT_EQ(verification_verdict(inf_sum, tol).at("pass"), false);
+  inf_sum.sq_ref = INFINITY;  // inf / inf: rel_l2 NaN, which no comparison passes either
+  EXPECT_EQ(verification_verdict(inf_sum, Tolerance{1e30, 1e30}).at("pass"), false);
   // A zero reference: the errors are absolute.
   ErrorSums zero_ref;
   zero_ref.sq_err = 1e-12, zero_ref.max_abs_err = 1e-6;
@@ -243,29 +252,46 @@ TEST(MutantKills, ANewRunsSummaryNamesTheToolAndItsShard) {
 
 // run_folder.cpp:88, the error of a summary update on a folder that is not there without its words.
 TEST(MutantKills, UpdatingTheSummaryOfAMissingFolderSaysItCannotOpenIt) {
-  const fs::path missing = test::fresh_temp_dir("summary-missing") / "no-such-run";
+  const fs::path root = test::fresh_temp_dir("summary-missing"), missing = root / "no-such-run";
   try {
     update_summary(missing, [](json&) {});
     ADD_FAILURE() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), "cannot open " + missing.string());
   }
+  fs::remove_all(root);
 }
+
+// CONVTUNE_MODEL_OPTIONS set for one scope, and put back as it was (set or not) at its end.
+struct ModelOptionsEnv {
+  std::string saved;
+  bool was_set;
+  explicit ModelOptionsEnv(const char* value) {
+    const char* old = std::getenv("CONVTUNE_MODEL_OPTIONS");
+    was_set = old != nullptr;
+    if (was_set) saved = old;
+    setenv("CONVTUNE_MODEL_OPTIONS", value, 1);
+  }
+  ~ModelOptionsEnv() {
+    if (was_set) setenv("CONVTUNE_MODEL_OPTIONS", saved.c_str(), 1);
+    else unsetenv("CONVTUNE_MODEL_OPTIONS");
+  }
+};
 
 // perf_model.cpp:51, CONVTUNE_MODEL_OPTIONS read only up to its first option.
 TEST(MutantKills, ModelOptionsReadEveryItemOfTheList) {
-  setenv("CONVTUNE_MODEL_OPTIONS", "rounds=7,depth=3,eta=0.125,relative=0", 1);
-  const ModelOptions o = ModelOptions::from_env();
-  unsetenv("CONVTUNE_MODEL_OPTIONS");
+  const ModelOptions o = [] {
+    const ModelOptionsEnv env("rounds=7,depth=3,eta=0.125,relative=0");
+    return ModelOptions::from_env();
+  }();
   EXPECT_EQ(o.rounds, 7);
   EXPECT_EQ(o.depth, 3);
   EXPECT_DOUBLE_EQ(o.eta, 0.125);
   EXPECT_FALSE(o.relative);
   // An unknown or malformed item is an error naming it, never skipped (perf_model.cpp:51: a break in the catch).
   for (const char* bad : {"rounds=7,bogus=1", "depth=x"}) {
-    setenv("CONVTUNE_MODEL_OPTIONS", bad, 1);
+    const ModelOptionsEnv env(bad);
     const std::string msg = test::input_error([] { ModelOptions::from_env(); });
-    unsetenv("CONVTUNE_MODEL_OPTIONS");
     const std::string item = std::string(bad).substr(std::string(bad).rfind(',') + 1);
     EXPECT_EQ(msg.rfind("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: rounds=N", 0), 0u) << msg;
   }
@@ -282,6 +308,25 @@ TEST(MutantKills, NeighboursFollowNumericOrderNotTheCandidatesOrder) {
   EXPECT_EQ(neighbours(0), (std::set<size_t>{2}));     // 64: 32
   EXPECT_EQ(neighbours(1), (std::set<size_t>{2}));     // 16: 32
   EXPECT_EQ(neighbours(2), (std::set<size_t>{0, 1}));  // 32: 16 and 64
+}
+
+// Every registered variant's space fits the dispatch rules' tunables (perf_model.cpp refuses a record with
+// more rather than dropping the rest; a fitted model over such a candidate would not load).
+TEST(MutantKills, EveryVariantsSpaceFitsTheDispatchRulesTunables) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  for (const Variant* v : Registry::instance().all()) {
+    const Problem p = find_family(v->family()).example();
+    EXPECT_LE(v->space(p, dev).params().size(), size_t(convtune_dispatch::kMaxParams)) << v->name();
+  }
+}
+
+// conv1d.window's staging joined its space after its first records: a config without it means registers.
+TEST(MutantKills, AWindowConfigWithoutStagingMeansRegisters) {
+  const Variant& v = Registry::instance().get("conv1d.window");
+  const Problem p{"conv1d", {{"n", 1 << 20}, {"m", 17}, {"mode", 0}}};
+  const Config c = v.space(p, DeviceInfo::offline_sm90())
+                       .complete_config({{"threads", 128}, {"outputs_per_thread", 15}}, "config");
+  EXPECT_EQ(c.at("staging"), "registers");
 }
 
 }  // namespace

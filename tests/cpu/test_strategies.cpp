@@ -280,6 +280,21 @@ TEST(Strategies, WarmTakesThePriorsTopTenPercentOrEightFirst) {
   const Trace r = run("warm", l, o);
   ASSERT_EQ(r.proposals.size(), 39u);
   for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(r.proposals[k].index, want[k]) << "proposal " << k;
+  // The 17th is annealing's, not the prior's next (a top of 17..20 would take that one).
+  size_t next = 0;
+  for (size_t i : prior)
+    if (std::find(want.begin(), want.end(), i) == want.end()) {
+      next = i;
+      break;
+    }
+  EXPECT_NE(r.proposals[16].index, next);
+  // A small budget caps the top at half of it: 10 evaluations, top 5 (the prior's first five picks).
+  StrategyOptions small = o;
+  small.max_evaluations = 10;
+  const Trace s = run("warm", l, small);
+  ASSERT_EQ(s.proposals.size(), 10u);
+  for (size_t k = 0; k < 5; ++k) EXPECT_EQ(s.proposals[k].index, want[k]) << "small budget, proposal " << k;
+  EXPECT_NE(s.proposals[5].index, want[5]);
 }
 
 TEST(Strategies, AllRespectMaxEvaluations) {

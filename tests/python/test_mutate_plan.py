@@ -105,3 +105,27 @@ def test_every_family_has_its_test_shapes_left_out_and_its_validation_kept():
                 assert i in data and i + 1 in data, f"{name}:{i + 1}"
             if "validate(" in l or "tolerance(" in l:
                 assert i not in data, f"{name}:{i + 1}"
+
+
+TRICKY = """\
+// a comment naming __global__ void f() { in prose
+const char* text = "__device__ int g() {";
+int host(int v) {  // not device code; a brace in a comment: {
+  return v;
+}
+__global__ void k(int a /* a } in a comment */) {
+  const char brace = '}';
+  if (a) { a = 1; }
+}
+int after() { return 2; }
+"""
+
+
+def test_comments_and_literals_do_not_count():
+    inside = mutate.device_lines(TRICKY.splitlines())
+    assert sorted(i + 1 for i in inside) == [6, 7, 8, 9]
+
+
+def test_unbalanced_braces_are_an_error_not_a_silent_cut():
+    with pytest.raises(ValueError, match="unbalanced"):
+        mutate.device_lines(["__global__ void k() {", "  int a = 1;"])

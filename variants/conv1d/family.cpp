@@ -34,12 +34,13 @@ class Conv1dFamily : public Family {
     return 2.0 * double(c.full ? c.n : c.outputs()) * double(c.m);
   }
   Problem example() const override { return {kConv1d, {{"n", 1 << 20}, {"m", 63}, {"mode", 1}}}; }
-  // m = 1, m close to n, m past a block length, odd and prime n, both modes.
+  // m = 1, m close to n, m past a block length, odd and prime n, both modes; m = 62 full puts each interior
+  // tile's first input 3 floats past a 16-byte boundary (conv1d.window's cp.async span, offset 3).
   std::vector<Problem> test_problems() const override {
     std::vector<Problem> out;
     for (auto [n, m, mode] : {std::tuple{1, 1, 0}, {1, 1, 1}, {7, 1, 1}, {97, 5, 0}, {1009, 17, 1}, {1031, 1031, 0},
                               {1031, 1030, 1}, {4099, 129, 0}, {65537, 33, 1}, {100003, 1025, 0}, {30011, 2049, 1},
-                              {70001, 8193, 0}, {3, 40, 1}})
+                              {70001, 8193, 0}, {3, 40, 1}, {40009, 62, 1}})
       out.push_back({kConv1d, {{"n", n}, {"m", m}, {"mode", mode}}});
     return out;
   }

@@ -54,7 +54,7 @@ class Conv1dWindow : public Variant {
         .add("outputs_per_thread", "consecutive outputs per thread (odd, so that a warp's reads hit 32 banks)",
              int_values({7, 11, 15, 23, 31}))
         .add("staging", "inputs into shared memory through registers, or by cp.async (sm_80+: each thread's copies "
-             "all in flight at once)", {"registers", "async"});
+             "all in flight at once)", {"registers", "async"}, "registers");
   }
   Status can_implement(const Problem& prob, const Config& c, const DeviceInfo& dev) const override {
     const Conv1d p(prob);

@@ -16,7 +16,7 @@ __constant__ float c_filter[M];
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 conv1d_window(const float* __restrict__ x, float* __restrict__ y, long long n, long long outputs, long long shift) {
-  extern __shared__ float s[];
+  extern __shared__ __align__(16) float s[];  // cp.async writes 16-byte chunks
   const long long o0 = (long long)blockIdx.x * TILE_OUT, in0 = o0 + shift;
   const bool interior = in0 >= 0 && in0 + TILE_IN <= n && o0 + TILE_OUT <= outputs;
   int off = 0;
