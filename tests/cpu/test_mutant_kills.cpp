@@ -329,6 +329,20 @@ TEST(MutantKills, AWindowConfigWithoutStagingMeansRegisters) {
   EXPECT_EQ(c.at("staging"), "registers");
 }
 
+// direct.cpp:103 (seed 11, local), tiled_in's complexity dropped to the default 5: complexity breaks ties
+// within noise (the simpler candidate wins), so the seed's 2D ladder must rise one idea per step: global
+// memory, then the constant filter, then coarsening, then shared tiles (input-sized or halo through L2), then
+// register tiles.
+TEST(MutantKills, TheSeedsConv2dLadderRisesInComplexity) {
+  auto complexity = [](const char* name) { return Registry::instance().get(name).complexity(); };
+  EXPECT_EQ(complexity("conv2d.naive"), 0);
+  EXPECT_EQ(complexity("conv2d.constant"), 1);
+  EXPECT_EQ(complexity("conv2d.coarsened"), 2);
+  EXPECT_EQ(complexity("conv2d.tiled_in"), 3);
+  EXPECT_EQ(complexity("conv2d.tiled_halo_l2"), 3);
+  EXPECT_EQ(complexity("conv2d.register_tiled"), 4);
+}
+
 }  // namespace
 
 // --- records.cpp: RecordWriter::append ---------------------------------------------------------------
