@@ -19,6 +19,7 @@ a line inside an #ifdef this build leaves out, a constant folded alike).
 import argparse
 import concurrent.futures as futures
 import difflib
+import hashlib
 import json
 import os
 import random
@@ -220,7 +221,11 @@ class Build:
         return subprocess.run(cmd, shell=True, cwd=self.dir, capture_output=True).returncode == 0
 
 
-_unmutated = {}  # (worker folder, source) -> the unmutated source's object, compiled at the worker's mutant path
+_unmutated = {}  # (worker folder, source) -> sha256 of the unmutated source's object, compiled at the worker's mutant path
+
+
+def _digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def unmutated_object(build, source, mutant_path, worker_dir):
@@ -231,7 +236,7 @@ def unmutated_object(build, source, mutant_path, worker_dir):
         text = mutant_path.read_text()
         mutant_path.write_text((build.tree / source).read_text())
         obj = worker_dir / "unmutated.o"
-        _unmutated[key] = obj.read_bytes() if build.compile_mutant(source, mutant_path, obj) else None
+        _unmutated[key] = _digest(obj) if build.compile_mutant(source, mutant_path, obj) else None
         mutant_path.write_text(text)
     return _unmutated[key]
 
@@ -248,7 +253,7 @@ def try_mutant(build, entry, plan_dir, worker_dir, timeout):
     try:
         if not build.compile_mutant(source, mutant_path, obj):
             return "invalid", time.time() - start
-        if obj.read_bytes() == unmutated_object(build, source, mutant_path, worker_dir):
+        if _digest(obj) == unmutated_object(build, source, mutant_path, worker_dir):
             return "same object", time.time() - start
         original_obj = build.object_of(source)
         if any(f" {original_obj} " not in build.links[t] for t in build.links):

@@ -334,14 +334,20 @@ TEST(DispatchModel, RuntimeFallbackChainIsChoiceThenModelThenDefaultThenSimplest
   EXPECT_NE(exact[1]["rule"], "model");
 }
 
+// The shipped run's records of one family.
+std::vector<json> records_of(const Shipped& s, const std::string& family) {
+  std::vector<json> out;
+  for (const json& r : s.records)
+    if (r.value("family", "") == family) out.push_back(r);
+  return out;
+}
+
 // Cross-validation on the shipped run: every problem judged, and on conv2d (where the run measured every
 // candidate) the model's choices are measured and none is far off.
 TEST(DispatchModel, CrossValidationOnAShippedRun) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   const Shipped& s = shipped();
-  std::vector<json> conv2d_only;
-  for (const json& r : s.records)
-    if (r.value("family", "") == "conv2d") conv2d_only.push_back(r);
+  const std::vector<json> conv2d_only = records_of(s, "conv2d");
   const json cv = cross_validate(s.summary, conv2d_only, 4);
   EXPECT_EQ(cv["folds"], 4);
   const json& m = cv["families"]["conv2d"]["model"];
@@ -358,9 +364,7 @@ TEST(DispatchModel, CrossValidationOnAShippedRun) {
 TEST(DispatchModel, CrossValidationPassesOverRefusedChoices) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   const Shipped& s = shipped();
-  std::vector<json> conv2d_only;
-  for (const json& r : s.records)
-    if (r.value("family", "") == "conv2d") conv2d_only.push_back(r);
+  const std::vector<json> conv2d_only = records_of(s, "conv2d");
   const json cv = cross_validate(s.summary, conv2d_only, 2);
   const json* row = nullptr;
   for (const json& r : cv["rows"])

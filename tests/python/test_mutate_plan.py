@@ -129,3 +129,31 @@ def test_comments_and_literals_do_not_count():
 def test_unbalanced_braces_are_an_error_not_a_silent_cut():
     with pytest.raises(ValueError, match="unbalanced"):
         mutate.device_lines(["__global__ void k() {", "  int a = 1;"])
+
+
+class _CopyingBuild:
+    """A stand-in build whose 'object' of a source is its text: equal objects mean equal sources."""
+
+    def __init__(self, tree):
+        self.tree = tree
+
+    def compile_mutant(self, source, mutant_path, obj):
+        obj.write_text(mutant_path.read_text())
+        return True
+
+
+def test_the_unmutated_object_is_compiled_at_the_mutant_path_and_the_mutant_put_back(tmp_path):
+    (tmp_path / "rule.cpp").write_text("int limit = 8;\n")
+    worker = tmp_path / "w0"
+    worker.mkdir()
+    mutant_path = tmp_path / ".mutant-w0-rule.cpp"
+    mutant_path.write_text("int limit = 9;\n")
+    build = _CopyingBuild(tmp_path)
+    digest = mutate.unmutated_object(build, "rule.cpp", mutant_path, worker)
+    assert mutant_path.read_text() == "int limit = 9;\n"  # the mutant is back where the worker compiles it
+    (worker / "same.o").write_text("int limit = 8;\n")
+    (worker / "other.o").write_text("int limit = 9;\n")
+    assert mutate._digest(worker / "same.o") == digest
+    assert mutate._digest(worker / "other.o") != digest
+    (tmp_path / "rule.cpp").write_text("int limit = 7;\n")  # cached per worker and source: not compiled again
+    assert mutate.unmutated_object(build, "rule.cpp", mutant_path, worker) == digest
