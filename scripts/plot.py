@@ -169,9 +169,12 @@ def main(argv=None) -> int:
                 fig.savefig(buf, format=fmt, dpi=150 if fmt == "png" else None)
                 files.append((f"{name}.{fmt}", buf.getvalue()))
                 p.files[fmt] = f"{name}.{fmt}"
-            buf = io.BytesIO()
-            fig.savefig(buf, format="png", dpi=110)
-            p.png = buf.getvalue()
+                if fmt == "png":  # the report embeds the PNG just drawn: a render less
+                    p.png = buf.getvalue()
+            if not p.png:
+                buf = io.BytesIO()
+                fig.savefig(buf, format="png", dpi=110)
+                p.png = buf.getvalue()
             plots.append(p)
         if not args.no_report:
             files.append(("report.md", markdown(run, plots, compare_run).encode("utf-8")))

@@ -50,8 +50,8 @@ struct OnDevice {
       : dev(DeviceInfo::from_json(shipped().summary["device"])), table(shipped().table), pick(table.pick(dev.name, "9.0")) {}
 };
 
-// Where this test binary's fit of the shipped run is kept for the other test processes (ctest runs each test
-// in its own: the fit took 5 s of each of a dozen tests). Named by the binary's size and time, so that a rebuild
+// Where this test binary's fit of the shipped run is kept for the other test processes (ctest runs the tests
+// in several shards, and a developer one test at a time: the fit takes 5 s). Named by the binary's size and time, so that a rebuild
 // (or a mutant's relink) fits again; empty where /proc/self/exe cannot be read.
 fs::path cached_fit_path() {
   std::error_code ec;

@@ -37,7 +37,7 @@ class ProgramSet {
 std::vector<JitProgram> other_family_programs() {
   ProgramSet set;
   // Other families (a documented sample): per variant and shape of the family's test shapes and example,
-  // the first implementable config and every 20th after it (CI time: conv1d's tiled kernel takes ~4 s a
+  // the first implementable config and every 20th after it (CI time: conv1d's tiled kernel takes 1-30 s a
   // program), thinned on the CPU by covering_programs. The layer families are left to their own compile
   // tests (test_layer_direct, _gemm, _implicit_gemm, _wgmma, _winograd): their spaces run to thousands; and
   // conv2d_separable to test_separable (its whole space at one radius, samples at the other radii).
@@ -52,7 +52,7 @@ std::vector<JitProgram> other_family_programs() {
           if (v->can_implement(p, c, set.dev) && i++ % 20 == 0) set.add(*v, p, c);
       }
   }
-  return set.programs();
+  return set.programs({"-DM="});  // each filter length once in the family, as the radius in conv2d
 }
 
 // conv2d: per variant, every implementable config at r = 3, every 14th at the extreme radii 0, 1, 8, 16,
@@ -140,8 +140,23 @@ TEST(CompileSample, ProgramsCoverEverySourceAndEveryDefinesValue) {
   for (const JitProgram& p : chosen) described.push_back(p.describe());
   EXPECT_EQ(std::set<std::string>(described.begin(), described.end()).size(), described.size()) << "one twice";
   if (test::compile_every_point()) EXPECT_EQ(chosen.size(), programs.size() - 1);
-  else EXPECT_LE(chosen.size(), 2u * (2 + 17));  // the stride, then one program a radius per source
+  else EXPECT_LE(chosen.size(), 2u * (4 + 17));  // the stride, then the cheapest program of each value per source
   std::vector<std::string> again;
   for (const JitProgram& p : test::covering_programs(programs)) again.push_back(p.describe());
   EXPECT_EQ(again, described) << "not deterministic";
+}
+
+// A value is compiled in the cheapest program that has it: a 1025-tap filter at 16 outputs a thread took 30 s
+// of CI's time where the same values in two small programs take 2 s. Derived defines are no keys.
+TEST(CompileSample, EachValueComesFromTheCheapestProgramThatHasIt) {
+  auto program = [](int m, int p) {
+    return JitProgram{"a.cuh", {"-DM=" + std::to_string(m), "-DP=" + std::to_string(p),
+                                "-DSMEM_BYTES=" + std::to_string(4 * m * p)}};
+  };
+  const std::vector<JitProgram> programs = {program(62, 4), program(1025, 16), program(62, 16), program(1025, 4)};
+  std::set<std::string> chosen;
+  for (const JitProgram& p : test::covering_programs(programs, 0)) chosen.insert(p.describe());
+  if (test::compile_every_point()) return;
+  EXPECT_EQ(chosen, (std::set<std::string>{program(62, 4).describe(), program(62, 16).describe(),
+                                           program(1025, 4).describe()}));
 }

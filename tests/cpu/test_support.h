@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -98,9 +99,11 @@ inline bool compile_every_point() {
 // Indices of a deterministic sample of `points` (configs, each with what else changes its code: the
 // problem's dims such as "r", the variant's name): every stride-th point (stride coprime to 2..7, so that
 // no short cycle of values is skipped; none when stride_target is 0), then greedily the point holding the
-// most name=value pairs not in the sample yet, until every value of every key is compiled at least once.
+// most name=value pairs not in the sample yet (per unit of `costs`, when given: a cheap point that covers
+// one value beats a costly one that covers two), until every value of every key is compiled at least once.
 // Every point under compile_every_point().
-inline std::vector<size_t> covering_sample(const std::vector<json>& points, size_t stride_target) {
+inline std::vector<size_t> covering_sample(const std::vector<json>& points, size_t stride_target,
+                                           const std::vector<double>& costs = {}) {
   std::vector<size_t> chosen;
   if (compile_every_point() || points.size() <= stride_target) {
     for (size_t i = 0; i < points.size(); ++i) chosen.push_back(i);
@@ -120,10 +123,12 @@ inline std::vector<size_t> covering_sample(const std::vector<json>& points, size
     for (size_t i = 0; i < points.size(); i += stride) take(i);
   }
   while (!uncovered.empty()) {
-    size_t best = 0, best_gain = 0;
+    size_t best = 0;
+    double best_gain = 0;
     for (size_t i = 0; i < points.size(); ++i) {
-      size_t gain = 0;
+      double gain = 0;
       for (const auto& k : keys[i]) gain += uncovered.count(k);
+      if (!costs.empty()) gain /= costs[i];
       if (gain > best_gain) best = i, best_gain = gain;
     }
     take(best);
@@ -138,25 +143,47 @@ inline std::vector<size_t> covering_sample(const std::vector<json>& points, size
 // so that every kernel file and every value of every define it takes compiles at least once; combinations
 // are left to CONVTUNE_NVRTC_ALL=1 (then every program). Options starting with one of `shared` (a problem's
 // dims every source takes, e.g. "-DRADIUS=") need each value once in any source, not once per source.
-// stride_target as in covering_sample.
+// Defines computed from the others (kDerivedDefines) are no keys of their own. A value is covered by the
+// cheapest program that has it, as compile_cost estimates (CI time: conv1d's tiled kernel at 16 outputs a
+// thread and a 1025-tap filter takes 30 s, at 4 outputs a thread 1 s). stride_target as in covering_sample.
+const std::vector<std::string> kDerivedDefines = {"-DSMEM_BYTES="};
+
+inline bool starts_with_any(const std::string& option, const std::vector<std::string>& prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [&](const std::string& prefix) { return option.rfind(prefix, 0) == 0; });
+}
+
+// A program's compile time grows with the sizes it unrolls: the product of its numeric defines' values.
+inline double compile_cost(const JitProgram& program) {
+  double cost = 1;
+  for (const std::string& option : program.options) {
+    const size_t eq = option.find('=');
+    if (eq == std::string::npos || starts_with_any(option, kDerivedDefines)) continue;
+    char* end = nullptr;
+    const double value = std::strtod(option.c_str() + eq + 1, &end);
+    if (end != option.c_str() + eq + 1 && *end == '\0') cost *= 1 + std::abs(value);
+  }
+  return cost;
+}
+
 inline std::vector<JitProgram> covering_programs(const std::vector<JitProgram>& programs, size_t stride_target = 2,
                                                  const std::vector<std::string>& shared = {}) {
   std::vector<JitProgram> distinct;
   std::vector<json> points;
+  std::vector<double> costs;
   std::set<std::string> seen;
   for (const JitProgram& program : programs) {
     if (!seen.insert(program.describe()).second) continue;
     distinct.push_back(program);
     json point = {{"source", program.source}};
-    for (const std::string& option : program.options) {
-      const bool any_source = std::any_of(shared.begin(), shared.end(),
-                                          [&](const std::string& prefix) { return option.rfind(prefix, 0) == 0; });
-      point[any_source ? option : program.source + " " + option] = true;
-    }
+    for (const std::string& option : program.options)
+      if (!starts_with_any(option, kDerivedDefines))
+        point[starts_with_any(option, shared) ? option : program.source + " " + option] = true;
     points.push_back(std::move(point));
+    costs.push_back(compile_cost(program));
   }
   std::vector<JitProgram> chosen;
-  for (size_t i : covering_sample(points, stride_target)) chosen.push_back(distinct[i]);
+  for (size_t i : covering_sample(points, stride_target, costs)) chosen.push_back(distinct[i]);
   return chosen;
 }
 
