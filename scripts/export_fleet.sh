@@ -13,5 +13,6 @@ for r in "$H"/default-20261128-013355 "$G"/default-20261128-012633 "$H"/default-
 # Training only: shapes the tables do not list (never the unseen runs that check-dispatch judges them on).
 for r in "$H"/conv2d-20261126-041142 "$H"/conv2d-register-tiled-20261123-161324 "$H"/conv2d-spectral-20261123-183951 \
          "$H"/conv1d-20261123-105416 "$H"/networks-20261127-132257 "$G"/conv2d-20261126-040726 \
-         "$H"/conv1d-short-20261128-013244 "$G"/conv1d-short-20261128-012530; do args+=(--train "$r"); done
+         "$H"/conv1d-short-20261128-013244 "$G"/conv1d-short-20261128-012530 "$H"/networks-large-filters-20261128-042442 \
+         "$G"/networks-20261128-043101 "$G"/networks-large-filters-20261128-042913; do args+=(--train "$r"); done
 build/convtune export "${args[@]}"

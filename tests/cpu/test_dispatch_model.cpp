@@ -135,6 +135,34 @@ TEST(DispatchModel, FitIsDeterministicAndIgnoresRecordOrder) {
   }
 }
 
+// A candidate that gave a wrong result on any training shape is never one the model may choose, however
+// fast it was elsewhere.
+TEST(DispatchModel, ACandidateThatFailedOnAnyShapeIsNoModelCandidate) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const Shipped& s = shipped();
+  std::vector<json> conv1d;
+  for (const json& r : s.records)
+    if (r.value("family", "") == "conv1d") conv1d.push_back(r);
+  auto candidates = [](const json& table) {
+    std::set<std::string> out;
+    for (const json& c : table.at("model").at("families").at("conv1d").at("candidates"))
+      out.insert(c.at("candidate").get<std::string>());
+    return out;
+  };
+  const json before = make_dispatch(s.summary, conv1d);
+  const std::string fast = before.at("model").at("families").at("conv1d").at("candidates").at(0).at("candidate");
+  ASSERT_TRUE(candidates(before).count(fast));
+  for (const json& r : conv1d)
+    if (r.at("candidate") == fast && r.value("status", "") == "ok") {
+      json wrong = r;
+      wrong["status"] = "wrong_result";
+      wrong.erase("time");
+      conv1d.push_back(wrong);  // on one problem; ok records of it on the others stay
+      break;
+    }
+  EXPECT_FALSE(candidates(make_dispatch(s.summary, conv1d)).count(fast)) << fast;
+}
+
 TEST(DispatchModel, ExactShapesKeepTheirMeasuredChoice) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   const json& t = shipped().table;
