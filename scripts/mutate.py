@@ -11,8 +11,9 @@
   all     plan, run and report; plots: mutmut 2 over scripts/convtune_plots with tests/python's tests.
 
 A header is not mutated: every file that includes it would have to be rebuilt per mutant. Nor is device code
-(the bodies of __global__ and __device__ functions, e.g. a family's float64 GPU reference): the CPU suite cannot
-run it; the GPU suite checks it. Nor a family's example() and test_problems(): test data, not rules. A mutant whose object file is byte-identical to the unmutated file's (compiled
+(the bodies of __global__ and __device__ functions, e.g. a family's float64 GPU reference) or GPU-only host code
+(plans' bind and run, prepare, the timing loop, launches; gpu_host_lines): the CPU suite cannot run it; the GPU
+suite checks it. Nor a family's example() and test_problems(): test data, not rules. A mutant whose object file is byte-identical to the unmutated file's (compiled
 at the same path) is counted as equivalent, not as a survivor: the compiler proved it changes nothing (a space,
 a line inside an #ifdef this build leaves out, a constant folded alike).
 """
@@ -105,6 +106,24 @@ def test_data_lines(lines):
     return inside
 
 
+def gpu_host_lines(lines):
+    """0-based indices of host code that only runs with a GPU object in hand: the bodies of Plan classes (binding
+    and launching), of functions and lambdas that take a Plan&, a ProblemBuffers&, a JitCache& (prepare: a plan
+    of loaded modules) or a cudaStream_t (measuring, launching), and kernel launches (<<<...>>>). The CPU suite
+    cannot call them; the GPU suite does (every output poisoned, then verified against float64)."""
+    text = _code_only("\n".join(lines))
+    inside = set()
+    for m in re.finditer(r"\b(?:class|struct)\s+\w+(?:\s+final)?\s*:\s*public\s+(?:\w+::)*\w*Plan\b", text):
+        inside.update(_body_lines(text, m.start()) or ())
+    for m in re.finditer(r"\(((?:[^()]|\([^()]*\))*)\)[\s\w]*\{", text):  # a parameter list may hold (...)
+        if re.search(r"\b(?:Plan|ProblemBuffers|JitCache)\s*&|\bcudaStream_t\b", m.group(1)):
+            inside.update(_body_lines(text, m.start()) or ())
+    for i, line in enumerate(text.split("\n")):
+        if "<<<" in line:
+            inside.add(i)
+    return inside
+
+
 def plan(args):
     """Mutants of each file, a sample drawn with the seed, as WORK/plan/plan.json."""
     if not shutil.which("mutate"):
@@ -119,7 +138,7 @@ def plan(args):
         subprocess.run(["mutate", str(source), "cpp", "--noCheck", "--mutantDir", str(folder)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=folder)
         original = source.read_text().splitlines()
-        on_device, test_data = device_lines(original), test_data_lines(original)
+        on_device, test_data = device_lines(original) | gpu_host_lines(original), test_data_lines(original)
         mutants = sorted(folder.iterdir(), key=lambda p: int(re.search(r"\.mutant\.(\d+)\.", p.name).group(1)))
         kept, device, data = [], 0, 0
         for m in mutants:
@@ -143,7 +162,7 @@ def plan(args):
         for m in mutants:  # only the sample is kept: a plan travels to other machines
             if m not in sampled:
                 m.unlink()
-        left_out = [f"{device} in device code"] * bool(device) + [f"{data} in test data"] * bool(data)
+        left_out = [f"{device} in device or GPU-only host code"] * bool(device) + [f"{data} in test data"] * bool(data)
         print(f"plan: {name}: {len(kept)} of {total} mutants" + (f" ({', '.join(left_out)} left out)" if left_out else ""),
               flush=True)
     (out / "plan.json").write_text(json.dumps({"seed": args.seed, "sample": args.sample, "files": args.files,

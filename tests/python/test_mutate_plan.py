@@ -1,5 +1,6 @@
 """scripts/mutate.py's choices of what to mutate and how to count it, without a compiler."""
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,47 @@ def test_every_family_reference_kernel_is_left_out_and_every_rule_file_keeps_its
                 assert i in inside, f"{name}:{i + 1}"
         if kernels:
             assert 0 < len(inside) < len(lines), name
+
+
+GPU_HOST = """\
+class TiledPlan final : public Plan {
+ public:
+  void run(cudaStream_t s) override {
+    launch(fn_, grid(), s);
+  }
+};
+double cost_rule(int n) { return 2.0 * n; }
+Timing Timer::measure(const std::function<void(cudaStream_t)>& work, cudaStream_t stream) {
+  work(stream);
+}
+std::unique_ptr<Plan> V::prepare(const Problem& p, const Config& c, JitCache& jit) const {
+  return make(p, c);
+}
+bool can_run(const Problem& p) {
+  if (p.n > 2) {
+    kernel<<<1, 1>>>(p.n);
+  }
+  return p.n > 0;
+}
+"""
+
+
+def test_gpu_host_lines_are_plans_launches_and_what_takes_a_stream_or_a_plan():
+    inside = mutate.gpu_host_lines(GPU_HOST.splitlines())
+    # the Plan class whole, the timer (its parameter list holds parentheses), prepare, and the launch line
+    assert sorted(i + 1 for i in inside) == [1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 16]
+
+
+def test_every_rule_files_plan_classes_are_left_out_and_its_rules_kept():
+    kept_rules = re.compile(r"\b(cost|tolerance|can_implement|space|select|lookup|verification_verdict)\(")
+    for name in mutate.default_files():
+        lines = (REPO / name).read_text().splitlines()
+        inside = mutate.gpu_host_lines(lines)
+        for i, line in enumerate(lines):
+            if re.search(r"class \w+ (final )?: public \w*Plan\b", line):
+                assert i in inside, f"{name}:{i + 1}"
+            if kept_rules.search(line) and re.match(r"^[A-Za-z].*\)( const)?( override)? \{$", line):
+                assert i not in inside, f"{name}:{i + 1} {line}"
 
 
 def test_the_report_counts_an_identical_object_apart_from_the_score(tmp_path, capsys):
