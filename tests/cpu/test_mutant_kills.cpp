@@ -19,6 +19,7 @@
 
 #include "harness/dispatch_rules.h"
 #include "harness/error.h"
+#include "harness/fleet.h"
 #include "harness/family.h"
 #include "harness/gpu_kernels.h"
 #include "harness/measure.h"
@@ -467,6 +468,38 @@ TEST(MutantKills, ReplayResultJsonHoldsEveryField) {
                      {"median_evals_to_5pct", nullptr}, {"mean_fraction_of_space", 0.25}, {"success_rate", 0.75},
                      {"mean_best_ratio", nullptr},      {"problems", 3},           {"trials", 60}};
   EXPECT_EQ(r.to_json(), want);
+}
+
+// Seed 12's survivors (the H100 machine, 2026-11-28), each planted by hand and seen failing:
+// fleet.cpp:12 (`&&` -> `||`): anything that is not an object is no fleet table, and asking does not throw.
+TEST(MutantKills, OnlyAnObjectCanBeAFleetTable) {
+  for (const json& j : {json::array(), json(), json("fleet"), json(3)}) {
+    EXPECT_NO_THROW(EXPECT_FALSE(is_fleet(j)) << j.dump()) << j.dump();
+  }
+  EXPECT_TRUE(is_fleet(json{{"fleet", true}}));
+  EXPECT_FALSE(is_fleet(json{{"fleet", false}}));
+}
+
+// spec.cpp:42 (`||` -> `&&`): pow2 takes exactly [first, last].
+TEST(MutantKills, Pow2TakesExactlyTwoBounds) {
+  for (const json& bounds : {json{4}, json{4, 8, 16}, json::array()}) {
+    const json entry = {{"family", "conv1d"}, {"n", {{"pow2", bounds}}}, {"m", 3}, {"mode", 0}};
+    try {
+      expand_problems(entry, "spec.problems[0]");
+      ADD_FAILURE() << bounds.dump() << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("spec.problems[0].n.pow2: must be [first, last]"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// records.cpp:106 (the allowed kind dropped from the message): a problem or config that is no object says so.
+TEST(MutantKills, ARecordsProblemAndConfigMustBeObjects) {
+  EXPECT_EQ(mk_read_error("problem", {R"({"problem_key": "p", "candidate": "c", "status": "ok", "problem": [1], "time": {"median_ms": 1}})"}),
+            "FILE:1: problem is [1]; allowed: an object");
+  EXPECT_EQ(mk_read_error("config", {kMkGood, R"({"problem_key": "p", "candidate": "c", "status": "ok", "config": "x", "time": {"median_ms": 1}})"}),
+            "FILE:2: config is \"x\"; allowed: an object");
 }
 
 }  // namespace convtune

@@ -262,6 +262,21 @@ TEST(Strategies, WarmStartsFromThePriorAndFallsBackToAnneal) {
 // Warm's first proposals are the prior's top: the best config of each variant (in the prior's order), then
 // the rest of the prior's ranking, max(8, 10% of the space) in all within half the budget. The bowl has 156
 // candidates: budget 39, half 20, top = min(20, max(8, 16)) = 16.
+// A small space: 10% of 40 is 4, so the floor of 8 decides how many of the prior's ranking come first.
+TEST(Strategies, WarmTakesEightOfThePriorsRankingOnASmallSpace) {
+  Landscape l = bowl();
+  l.cands.resize(40);  // register_tiled's configs alone
+  l.ms.resize(40);
+  std::vector<size_t> prior(l.cands.size());
+  for (size_t i = 0; i < prior.size(); ++i) prior[i] = (7 * i) % prior.size();  // 7 and 40 coprime: a permutation
+  StrategyOptions o = seeded(5);
+  o.prior_order = prior;
+  o.max_evaluations = 30;  // half of it (15) is more than 8
+  const Trace r = run("warm", l, o);
+  ASSERT_GE(r.proposals.size(), 8u);
+  for (size_t k = 0; k < 8; ++k) EXPECT_EQ(r.proposals[k].index, prior[k]) << "proposal " << k;
+}
+
 TEST(Strategies, WarmTakesThePriorsTopTenPercentOrEightFirst) {
   const Landscape l = bowl();
   ASSERT_EQ(l.cands.size(), 156u);
