@@ -136,8 +136,8 @@ def test_bad_arrays_on_the_gpu_are_named():
         convtune.conv2d(x, torch.ones(4, 4, device="cuda"))
     with pytest.raises(ValueError, match=r"^filt: problem\.r: 33 is out of range; allowed 0\.\.32"):
         convtune.conv2d(x, torch.ones(67, 67, device="cuda"))
-    with pytest.raises(ValueError, match=r"^image: shape \(2, 8, 8\); allowed: a 2D array"):
-        convtune.conv2d(torch.ones(2, 8, 8, device="cuda"), torch.ones(3, 3, device="cuda"))
+    with pytest.raises(ValueError, match=r"^image: shape \(64,\); allowed: a 2D array \(height, width\) or a batch"):
+        convtune.conv2d(torch.ones(64, device="cuda"), torch.ones(3, 3, device="cuda"))  # (2, 8, 8): a batch of 2
     with pytest.raises(TypeError, match="^filt: a torch array on cpu"):
         convtune.conv2d(x, torch.ones(3, 3))
     cp = pytest.importorskip("cupy")
