@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "harness/error.h"
@@ -262,6 +263,22 @@ TEST(Strategies, WarmStartsFromThePriorAndFallsBackToAnneal) {
 // Warm's first proposals are the prior's top: the best config of each variant (in the prior's order), then
 // the rest of the prior's ranking, max(8, 10% of the space) in all within half the budget. The bowl has 156
 // candidates: budget 39, half 20, top = min(20, max(8, 16)) = 16.
+// halving.cpp:47 (seed 12's survivor): a tell() must match the pending proposal's index and fidelity both
+// ways; a brief answer to a full proposal (or the reverse) is a driver's bug, refused.
+TEST(Strategies, HalvingRefusesATellOfTheOtherFidelity) {
+  const Landscape l = bowl();
+  for (const Fidelity asked : {Fidelity::brief, Fidelity::full}) {
+    auto s = make_strategy("halving", l.cands, seeded(2));
+    std::optional<Proposal> p;
+    while ((p = s->next()) && p->fidelity != asked) s->tell(*p, l.ms[p->index]);
+    ASSERT_TRUE(p) << "no " << fidelity_name(asked) << " proposal";
+    const Fidelity other = asked == Fidelity::brief ? Fidelity::full : Fidelity::brief;
+    EXPECT_THROW(s->tell(Proposal{p->index, other}, 1.0), std::logic_error) << fidelity_name(asked);
+    EXPECT_THROW(s->tell(Proposal{p->index + 1, asked}, 1.0), std::logic_error) << fidelity_name(asked);
+    EXPECT_NO_THROW(s->tell(*p, 1.0));
+  }
+}
+
 // A small space: 10% of 40 is 4, so the floor of 8 decides how many of the prior's ranking come first.
 TEST(Strategies, WarmTakesEightOfThePriorsRankingOnASmallSpace) {
   Landscape l = bowl();
