@@ -123,7 +123,7 @@ std::vector<std::string> strings_at(const json& m, const char* key, const std::s
 
 // One tree's nodes, appended to `nodes` with their links made absolute and its leaves linked to themselves
 // (rules::Node); returns its depth. Throws on a link out of the tree or one that does not lead down (a
-// corrupt file must not loop the rules).
+// corrupt file must not loop the rules), and on a leaf whose links are not -1.
 int append_tree(std::vector<rules::Node>& nodes, const json& tree, int feature_count, const std::string& where) {
   const json& f = tree.at("feature");
   const size_t n = f.size(), first = nodes.size();
@@ -139,6 +139,8 @@ int append_tree(std::vector<rules::Node>& nodes, const json& tree, int feature_c
         throw InputError(where + ": a tree link out of the tree");
       node.yes += int(first);
       node.no += int(first);
+    } else if (node.yes != -1 || node.no != -1) {  // the format's leaf: what else reads the file agrees
+      throw InputError(where + ": a leaf with links (a leaf's yes and no are -1)");
     }
     nodes.push_back(node);
   }

@@ -256,6 +256,12 @@ TEST(DispatchModel, CorruptModelsAreRefusedNamingWhatIsWrong) {
   EXPECT_TRUE(contains(refusal([](json& m) { m["trees"][0]["value"].erase(0); }), "differ in length"));
   EXPECT_TRUE(contains(refusal([](json& m) { m.erase("base"); }), "model of conv2d"));
   EXPECT_TRUE(contains(refusal([](json& m) { m["numeric"] = 5; }), "numeric"));
+  auto first_leaf = [](const json& tree) {
+    size_t i = 0;
+    while (tree["feature"][i].get<int>() >= 0) ++i;
+    return i;
+  };
+  EXPECT_TRUE(contains(refusal([&](json& m) { m["trees"][0]["no"][first_leaf(m["trees"][0])] = -2; }), "a leaf with links"));
 }
 
 // The shipped fleet's models, compiled by the runtime's loader, predict what their JSON trees say, walked
