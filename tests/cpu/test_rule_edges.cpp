@@ -45,7 +45,7 @@ const Variant* edge_variant(size_t i) {
 
 // A one-leaf tree, as the table stores trees (feature -1: a leaf).
 json edge_leaf_tree() {
-  return {{"feature", {-1}}, {"threshold", {0.0}}, {"yes", {0}}, {"no", {0}}, {"value", {0.0}}};
+  return {{"feature", {-1}}, {"threshold", {0.0}}, {"yes", {-1}}, {"no", {-1}}, {"value", {0.0}}};
 }
 
 // A conv2d model without variants, tunables or strings (features: the family's dims + 1, rules::feature_count)
