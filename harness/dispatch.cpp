@@ -95,7 +95,7 @@ json safe_defaults(const std::vector<json>& records, const std::vector<Choice>& 
     s.variant = r.at("variant");
     s.config = r.value("config", json::object());
     s.library = r.value("library", false);
-    if (st == status::wrong_result || st == status::runtime_error) s.failed = true;
+    if (is_wrong(r)) s.failed = true;
     if (st == status::ok && r.contains("time")) latest_ok[{r.at("problem_key").get<std::string>(), r["candidate"].get<std::string>()}] = &r;
   }
   for (const auto& [key, r] : latest_ok) {

@@ -68,10 +68,8 @@ struct FamilyData {
 std::map<std::string, FamilyData> training_records(const std::vector<json>& records) {
   std::map<std::string, FamilyData> out;
   for (const json& r : records) {
-    const std::string st = r.value("status", "");
-    if (st == status::wrong_result || st == status::runtime_error)
-      out[r.at("family").get<std::string>()].failed.insert(r.at("candidate").get<std::string>());
-    if (st != status::ok || !r.contains("time") || r.value("fidelity", "full") == "brief") continue;
+    if (is_wrong(r)) out[r.at("family").get<std::string>()].failed.insert(r.at("candidate").get<std::string>());
+    if (r.value("status", "") != status::ok || !r.contains("time") || r.value("fidelity", "full") == "brief") continue;
     FamilyData& d = out[r.at("family").get<std::string>()];
     const std::string key = r.at("problem_key").get<std::string>();
     d.latest[{key, r.at("candidate").get<std::string>()}] = &r;  // a later record replaces an earlier one

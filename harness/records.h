@@ -25,6 +25,13 @@ constexpr const char* wrong_result = "wrong_result";
 constexpr const char* timeout = "timeout";
 }  // namespace status
 
+// A failure that marks the candidate as never safe (wrong_result or runtime_error on any problem): a family's
+// safe default and the dispatch model's candidates avoid it; not merely absent, as a refusal is.
+inline bool is_wrong(const json& r) {
+  const std::string st = r.value("status", "");
+  return st == status::wrong_result || st == status::runtime_error;
+}
+
 // An ok record's median time in ms (its time block's median_ms).
 inline double record_median_ms(const json& r) { return r.at("time").at("median_ms").get<double>(); }
 

@@ -34,11 +34,6 @@ namespace {
 
 bool is_full(const json& r) { return r.value("fidelity", "full") != "brief"; }
 bool is_usable(const json& r) { return r.value("status", "") == "ok" && r.contains("time"); }
-// A failure that marks the candidate as never safe (a family's safe default avoids it), not only absent.
-bool is_wrong(const json& r) {
-  const std::string st = r.value("status", "");
-  return st == status::wrong_result || st == status::runtime_error;
-}
 
 // A run's record of each candidate of each problem: the latest usable full-fidelity record (a resumed run
 // appends, and the later replaces the earlier), else the latest full-fidelity failure. Brief records

@@ -138,16 +138,16 @@ def plan(args):
         subprocess.run(["mutate", str(source), "cpp", "--noCheck", "--mutantDir", str(folder)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=folder)
         original = source.read_text().splitlines()
-        on_device, test_data = device_lines(original) | gpu_host_lines(original), test_data_lines(original)
+        gpu_only, test_data = device_lines(original) | gpu_host_lines(original), test_data_lines(original)
         mutants = sorted(folder.iterdir(), key=lambda p: int(re.search(r"\.mutant\.(\d+)\.", p.name).group(1)))
-        kept, device, data = [], 0, 0
+        kept, on_gpu, data = [], 0, 0
         for m in mutants:
             line = changed_line(original, m.read_text().splitlines())
             text = original[line].strip() if line < len(original) else ""
             if text.startswith(("//", "/*", "*", "#include")):
                 continue
-            if line in on_device:
-                device += 1
+            if line in gpu_only:
+                on_gpu += 1
                 continue
             if line in test_data:
                 data += 1
@@ -162,7 +162,7 @@ def plan(args):
         for m in mutants:  # only the sample is kept: a plan travels to other machines
             if m not in sampled:
                 m.unlink()
-        left_out = [f"{device} in device or GPU-only host code"] * bool(device) + [f"{data} in test data"] * bool(data)
+        left_out = [f"{on_gpu} in device or GPU-only host code"] * bool(on_gpu) + [f"{data} in test data"] * bool(data)
         print(f"plan: {name}: {len(kept)} of {total} mutants" + (f" ({', '.join(left_out)} left out)" if left_out else ""),
               flush=True)
     (out / "plan.json").write_text(json.dumps({"seed": args.seed, "sample": args.sample, "files": args.files,
