@@ -48,7 +48,7 @@ void run_case(benchmark::State& state, const BenchCase& bc, const DeviceInfo& de
   for (size_t i = 0; i < bufs.size(); ++i) {
     pointers.data.push_back(bufs[i].get());
     if (i + 1 < bufs.size()) {
-      fill_uniform(bufs[i].get(), ops[i].elements, 1234 + i, stream.get());
+      fill_uniform(bufs[i].get(), ops[i].elements, 1234 + i, stream.get(), ops[i].amplitude);
       inputs.push_back(bufs[i].get());
     }
   }
@@ -60,7 +60,7 @@ void run_case(benchmark::State& state, const BenchCase& bc, const DeviceInfo& de
     poison_nan(bufs.back().get(), ops.back().elements, stream.get());
     plan->run(stream.get());
     const ErrorSums e = compare_to_reference(bufs.back().get(), ref.get(), ops.back().elements, stream.get());
-    const Tolerance tol = bc.variant->tolerance(bc.problem, bc.config);
+    const Tolerance tol = bc.problem.type().output_tolerance(bc.problem, bc.variant->tolerance(bc.problem, bc.config));
     const double rel = e.sq_ref > 0 ? std::sqrt(e.sq_err / e.sq_ref) : std::sqrt(e.sq_err);
     if (e.nonfinite || !(rel <= tol.rel_l2)) {
       state.SkipWithError(("wrong result: rel_l2 " + std::to_string(rel)).c_str());

@@ -21,6 +21,9 @@ class Family {
   // Rules between dims beyond their ranges (e.g. m <= n in valid mode); throws InputError naming
   // `where`.<dim> and what is allowed.
   virtual void check(const Problem&, const std::string& /*where*/) const {}
+  // The tolerance on the output, given a method's tolerance on its arithmetic (Variant::tolerance): the
+  // same, unless an operation after the arithmetic changes the output's scale (a squashing activation).
+  virtual Tolerance output_tolerance(const Problem&, const Tolerance& method) const { return method; }
   virtual std::vector<Operand> operands(const Problem& p) const = 0;  // inputs first, the output last
   virtual double direct_flops(const Problem& p) const = 0;            // 2 * (input, tap) pairs summed
   virtual Problem example() const = 0;  // a representative shape, for listings and tests

@@ -15,10 +15,11 @@ __device__ __forceinline__ uint64_t mix64(uint64_t x) {
   return x;
 }
 
-__global__ void fill_uniform_kernel(float* data, int64_t n, uint64_t seed) {
+__global__ void fill_uniform_kernel(float* data, int64_t n, uint64_t seed, float amplitude) {
+  const float step = amplitude / float(1 << 23);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     uint64_t bits = mix64(seed * 0x9e3779b97f4a7c15ULL + uint64_t(i));
-    data[i] = float(int64_t(bits >> 40) - (int64_t(1) << 23)) * (1.0f / float(1 << 23));
+    data[i] = float(int64_t(bits >> 40) - (int64_t(1) << 23)) * step;
   }
 }
 
@@ -101,8 +102,8 @@ int grid_for(int64_t n, int threads) {
   return static_cast<int>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
 }
 
-void fill_uniform(float* data, int64_t n, uint64_t seed, cudaStream_t s) {
-  fill_uniform_kernel<<<grid_for(n, 256), 256, 0, s>>>(data, n, seed);
+void fill_uniform(float* data, int64_t n, uint64_t seed, cudaStream_t s, double amplitude) {
+  fill_uniform_kernel<<<grid_for(n, 256), 256, 0, s>>>(data, n, seed, float(amplitude));
   CT_CHECK_LAUNCH();
 }
 

@@ -8,8 +8,9 @@
 
 namespace convtune {
 
-// Uniform values in [-1, 1) from a counter-based hash of (seed, index): fresh per seed, never zero-filled.
-void fill_uniform(float* data, int64_t n, uint64_t seed, cudaStream_t s);
+// Uniform values in [-amplitude, amplitude) from a counter-based hash of (seed, index): fresh per seed,
+// never zero-filled.
+void fill_uniform(float* data, int64_t n, uint64_t seed, cudaStream_t s, double amplitude = 1.0);
 // Every byte 0xFF: each float is a NaN, so an unwritten output element fails verification.
 void poison_nan(float* data, int64_t n, cudaStream_t s);
 

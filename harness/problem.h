@@ -26,10 +26,22 @@ struct DimSpec {
   bool keyed_at_default = true;
 };
 
+// Accepted error of a method against the float64 reference.
+struct Tolerance {
+  double rel_l2 = 1e-5;  // ||out - ref|| / ||ref||
+  double max_rel = 1e-4;  // max |out - ref| / max |ref|
+  json to_json() const { return {{"rel_l2", rel_l2}, {"max_rel", max_rel}}; }
+};
+constexpr Tolerance kDirectFp32Tolerance{1e-5, 1e-4};
+constexpr Tolerance kSpectralFp32Tolerance{1e-4, 1e-3};
+
 // An operand of a problem: one device array of floats (inputs first, the output last).
 struct Operand {
   std::string name;
   int64_t elements;
+  // Verification draws this input uniform in [-amplitude, amplitude): 1 unless the family keeps a sum at
+  // unit scale (a layer's weights before a squashing activation, which would otherwise saturate).
+  double amplitude = 1.0;
 };
 
 struct Problem {

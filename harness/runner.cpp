@@ -153,7 +153,8 @@ json Runner::verify(const Variant& v, const Config& c, Plan& plan, ProblemBuffer
   const auto ops = p.operands();
   const size_t n_inputs = ops.size() - 1;
   if (fresh_inputs) {
-    for (size_t i = 0; i < n_inputs; ++i) fill_uniform(b.operands[i].get(), ops[i].elements, ++seed_, s);
+    for (size_t i = 0; i < n_inputs; ++i)
+      fill_uniform(b.operands[i].get(), ops[i].elements, ++seed_, s, ops[i].amplitude);
     std::vector<const float*> inputs;
     for (size_t i = 0; i < n_inputs; ++i) inputs.push_back(b.operands[i].get());
     gpu_reference(p, inputs, b.reference.get(), s);
@@ -163,7 +164,7 @@ json Runner::verify(const Variant& v, const Config& c, Plan& plan, ProblemBuffer
   plan.run(s);
   CT_CHECK_LAUNCH();
   const ErrorSums e = compare_to_reference(b.operands.back().get(), b.reference.get(), ops.back().elements, s);
-  return verification_verdict(e, v.tolerance(p, c));
+  return verification_verdict(e, p.type().output_tolerance(p, v.tolerance(p, c)));
 }
 
 json verification_verdict(const ErrorSums& e, const Tolerance& tol) {

@@ -49,15 +49,6 @@ struct Cost {
   json to_json() const;
 };
 
-// Accepted error of a method against the float64 reference.
-struct Tolerance {
-  double rel_l2 = 1e-5;  // ||out - ref|| / ||ref||
-  double max_rel = 1e-4;  // max |out - ref| / max |ref|
-  json to_json() const { return {{"rel_l2", rel_l2}, {"max_rel", max_rel}}; }
-};
-constexpr Tolerance kDirectFp32Tolerance{1e-5, 1e-4};
-constexpr Tolerance kSpectralFp32Tolerance{1e-4, 1e-3};
-
 // Device pointers to a problem's operands, in Problem::operands() order (inputs, then the output).
 struct Operands {
   std::vector<float*> data;

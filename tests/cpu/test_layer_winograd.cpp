@@ -238,3 +238,25 @@ TEST(LayerWinogradCompile, EveryPassAndEpilogue) {
   for (const JitProgram& prog : winograd_variant("layer_fwd").programs(plain, {{"tile", 4}, {"chunk", 1}})) programs.push_back(prog);
   expect_all_compile(covering_programs(programs));  // every pass's sources and every epilogue define at least once
 }
+
+// A squashing activation after F(4x4,3x3) on the C64 layer: verified on the family's inputs (a unit-scale
+// sum) against the family's widened bound. With unit inputs, tanh took the GPU's max_rel past 1e-4.
+TEST(LayerWinograd, SquashingActivationsVerifyAtUnitScale) {
+  const Family& fam = find_family("layer_fwd");
+  unsigned seed = 5;
+  for (int act : {1, 2, 3}) {
+    const Problem p = layer_problem("layer_fwd", fam.dims(), {1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, act, 0});
+    EXPECT_DOUBLE_EQ(p.operands().at(1).amplitude, act == 1 ? 1.0 : 0.125);  // 3 / sqrt(64 * 3 * 3)
+    const Tolerance method = winograd_variant("layer_fwd").tolerance(p, {{"tile", 4}, {"chunk", 1}});
+    const Tolerance tol = fam.output_tolerance(p, method);
+    const double widen_l2 = act == 3 ? 2 : 1, widen_max = act == 3 ? 8 : act == 2 ? 4 : 1;
+    EXPECT_DOUBLE_EQ(tol.rel_l2, widen_l2 * 1e-5) << act;  // the method's 1e-5: 2e-7 sqrt(576) is smaller
+    EXPECT_DOUBLE_EQ(tol.max_rel, widen_max * 1e-4) << act;
+    const auto in = random_inputs(p, seed++);
+    const auto [rel_l2, max_rel] = errors(host_winograd(4, p, WinogradPass::forward, in), cpu_reference(p, in));
+    EXPECT_LE(rel_l2, tol.rel_l2 / 2) << act;
+    EXPECT_LE(max_rel, tol.max_rel / 2) << act;
+    std::printf("act %d: rel_l2 %.2e (bound %.1e), max_rel %.2e (bound %.1e)\n", act, rel_l2, tol.rel_l2, max_rel,
+                tol.max_rel);
+  }
+}

@@ -37,11 +37,11 @@ inline const std::filesystem::path kShipped =
 // Uniform [-1, 1) values for every input operand of p (all but the output), from `seed`.
 inline std::vector<std::vector<float>> random_inputs(const Problem& p, unsigned seed) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
   std::vector<Operand> ops = p.operands();
   ops.pop_back();  // the output
   std::vector<std::vector<float>> in;
   for (const Operand& op : ops) {
+    std::uniform_real_distribution<float> dist(float(-op.amplitude), float(op.amplitude));
     in.emplace_back(size_t(op.elements));
     for (float& v : in.back()) v = dist(rng);
   }

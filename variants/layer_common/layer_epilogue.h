@@ -47,6 +47,21 @@ inline std::vector<std::string> epilogue_defines(const Problem& p) {
   return {define("BIAS", has_bias(p) ? 1 : 0), define("ACT", int(activation_of(p)))};
 }
 
+// Verifying a squashing activation (sigmoid, tanh). Its output errs by at most its slope (1/4, 1) times the
+// sum's error, but |y| < 1 however large the sum z: judged against max|y|, the sum's rounding would count
+// max|z| / max|y| times over (the 3x3 C64 layer's sums, sd 8 on unit inputs, failed Winograd's bound with
+// tanh). So verification keeps z at unit scale, weights uniform in +-3/sqrt(terms) (sd 1, the bias adds
+// 0.58), where max|z| stays below 8, and the method's bounds widen by what is left of the ratio:
+// max|z| / max|y| <= 8 / tanh(8) for tanh and 8 / (1/2) for sigmoid (some z >= 0), times the slope; the
+// norms' ratio ||z|| / ||y|| is about 1.75 for tanh at that scale, and below 1 times the slope for sigmoid.
+inline bool squashes(Activation a) { return a == Activation::sigmoid || a == Activation::tanh; }
+inline double unit_sum_amplitude(int64_t terms) { return 3.0 / std::sqrt(double(terms)); }
+inline Tolerance squashed_tolerance(Activation a, const Tolerance& method) {
+  if (a == Activation::tanh) return {2 * method.rel_l2, 8 * method.max_rel};
+  if (a == Activation::sigmoid) return {method.rel_l2, 4 * method.max_rel};
+  return method;
+}
+
 // The activation in float64, as the references apply it.
 LAYER_HOST_DEVICE inline double activate(Activation a, double v) {
   switch (a) {

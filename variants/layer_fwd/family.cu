@@ -2,6 +2,7 @@
 #include "harness/error.h"
 #include "harness/gpu_kernels.h"
 #include "variants/layer_common/layer_family.h"
+#include "variants/layer_common/layer_variant.h"
 #include "variants/layer_fwd/layer_fwd.h"
 
 namespace convtune {
@@ -24,10 +25,14 @@ class LayerFwdFamily : public LayerConvolutionFamily {
   }
   std::vector<Operand> operands(const Problem& p) const override {
     const LayerShape l(p);
-    std::vector<Operand> ops = {{"x", l.x_elements()}, {"filter", l.filter_elements()}};
+    const double w_amplitude = squashes(activation_of(p)) ? unit_sum_amplitude(forward_sum_length(l)) : 1.0;
+    std::vector<Operand> ops = {{"x", l.x_elements()}, {"filter", l.filter_elements(), w_amplitude}};
     if (p.at("bias") == 1) ops.push_back({"bias", l.k});
     ops.push_back({"y", l.y_elements()});
     return ops;
+  }
+  Tolerance output_tolerance(const Problem& p, const Tolerance& method) const override {
+    return squashed_tolerance(activation_of(p), method);
   }
   // Odd sizes, C = 1 and K = 1, R != S, stride 2 and mixed strides, pad 0 and > 0, 1x1, n > 1, bias and
   // ReLU alone and together, bias + sigmoid, tanh alone, tf32, and K = 70 maps over C = 33 (two column tiles
