@@ -37,7 +37,7 @@ step() {  # step NAME LIMIT_S COMMAND...: COMMAND's output in $OUT/NAME.log, its
 }
 
 step pip 200 python3 -m pip install --no-build-isolation -v .
-step pytest 150 python3 -m pytest -q -rs tests/python/test_package.py tests/python/test_package_gpu.py
+step pytest 300 python3 -m pytest -q -rfs tests/python/test_package.py tests/python/test_package_gpu.py
 step overhead 60 python3 -m convtune.bench --overhead --json "$OUT/overhead.json"
 step bench 120 python3 -m convtune.bench --json "$OUT/bench.json"
 step train_check 180 python3 -m convtune.train_check --json "$OUT/train_check.json"

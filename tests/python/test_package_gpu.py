@@ -268,7 +268,8 @@ def test_explain_names_the_candidates_of_all_three_passes():
         assert e.candidate.startswith(e.family + ".") and e.rule in ("exact", "model", "nearest", "default", "cached")
         assert "(" in e.table and e.table_file.endswith(".json")
     (one,) = convtune.explain(convtune.conv2d, torch.ones(8192, 8192, device="cuda"), torch.ones(7, 7, device="cuda"))
-    assert one.rule == "exact" and one.dims == {"h": 8192, "w": 8192, "r": 3}
+    # the runtime's dims are the family's, each filled in: an image alone is a batch of one
+    assert one.rule == "exact" and one.dims == {"b": 1, "h": 8192, "w": 8192, "r": 3}
 
 
 def test_a_table_of_another_gpu_model_is_refused_naming_the_file():
