@@ -166,6 +166,8 @@ TEST(Fleet, RepeatsJoinTheRunOfTheirModel) {
     const std::string what = e.what();
     EXPECT_NE(what.find("device.name"), std::string::npos) << what;
     EXPECT_NE(what.find("NVIDIA H200"), std::string::npos) << what;
+    // fleet.cpp:58 (seed 14): the message says what is allowed, not only the list
+    EXPECT_NE(what.find("allowed: the GPU models of the runs"), std::string::npos) << what;
   }
   EXPECT_FALSE(fs::exists(dir / "fleet2/dispatch.json"));
   fs::remove_all(dir);

@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -500,6 +503,67 @@ TEST(MutantKills, ARecordsProblemAndConfigMustBeObjects) {
             "FILE:1: problem is [1]; allowed: an object");
   EXPECT_EQ(mk_read_error("config", {kMkGood, R"({"problem_key": "p", "candidate": "c", "status": "ok", "config": "x", "time": {"median_ms": 1}})"}),
             "FILE:2: config is \"x\"; allowed: an object");
+}
+
+// ---- Survivors of the 2026-11-28 sample (seed 14) ---------------------------------------------------------
+
+// merge.cpp:53, the refusal of shards of different runs without its last clause: the message says what
+// merges, beside the field that differs.
+TEST(MutantKills, MergeOfShardsOfTwoDriversSaysWhatMerges) {
+  const fs::path root = test::fresh_temp_dir("mk-merge-driver");
+  const auto shards = mk_two_shards(root);
+  json summary = read_json(shards[1] / "summary.json");
+  summary["device"]["driver_version"] = 1;
+  write_json_atomically(shards[1] / "summary.json", summary);
+  try {
+    std::ostringstream log;
+    merge_runs(shards, root / "merged", {"convtune", "merge"}, log);
+    FAIL() << "shards of two drivers must not merge";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("device.driver_version"), std::string::npos) << what;
+    EXPECT_NE(what.find("only shards of one spec, GPU model, driver and shard count merge"), std::string::npos) << what;
+  }
+  EXPECT_FALSE(fs::exists(root / "merged" / "records.jsonl"));
+  fs::remove_all(root);
+}
+
+// random.cpp:11, random_subset without `k = min(k, n)`: a budget past the space's size takes each point once.
+TEST(MutantKills, RandomSubsetOfMoreThanThereAreTakesEachOnce) {
+  strategies::Rng rng(3);
+  std::vector<size_t> got = strategies::random_subset(3, 10, rng);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<size_t>{0, 1, 2}));
+}
+
+// conv1d_parts/family.cpp:36, start's upper bound halved: every output of the longest sequences (2^28 each,
+// 2^29 - 1 outputs) can begin a slice.
+TEST(MutantKills, Conv1dPartsSliceMayStartAtTheLastOutputOfTheLongestSequences) {
+  const int64_t n = int64_t(1) << 28, last = 2 * n - 2;
+  const json spec = {{"name", "t"},
+                     {"problems", {{{"family", "conv1d_parts"}, {"n", n}, {"m", n}, {"start", last}, {"end", last + 1}}}}};
+  EXPECT_NO_THROW(SweepSpec::parse(spec));
+}
+
+// conv2d/direct.cpp:169 and conv1d/window.cpp:55 (a space value replaced by -1, which every shape then
+// refuses, so no other test sees it): each integer tunable of every variant is a count or a size, at least
+// 1, on every shape of its family (the test shapes and the example, an offline sm_90).
+TEST(MutantKills, EveryIntegerTunableIsACountOfAtLeastOne) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  int seen = 0;
+  for (const Variant* v : Registry::instance().all()) {
+    const Family& fam = find_family(v->family());
+    std::vector<Problem> shapes = fam.test_problems();
+    shapes.push_back(fam.example());
+    for (const Problem& p : shapes)
+      for (const Param& param : v->space(p, dev).params())
+        for (const json& value : param.values)
+          if (value.is_number_integer()) {
+            ++seen;
+            EXPECT_GE(value.get<int64_t>(), 1) << v->name() << ": " << param.name << " on " << p.key();
+          }
+  }
+  EXPECT_GT(seen, 1000);
 }
 
 }  // namespace convtune
