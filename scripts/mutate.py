@@ -106,15 +106,36 @@ def test_data_lines(lines):
     return inside
 
 
+_PLAN_CLASS = re.compile(r"\b(?:class|struct)\s+(\w+)(?:\s+final)?\s*:\s*public\s+(?:\w+::)*\w*Plan\b")
+_plan_classes_of_repo = None
+
+
+def plan_classes(text=""):
+    """Names of the classes derived from a Plan, in the repository's sources and in `text`."""
+    global _plan_classes_of_repo
+    if _plan_classes_of_repo is None:
+        _plan_classes_of_repo = set()
+        for folder in ("harness", "variants", "runtime"):
+            for path in (REPO / folder).rglob("*"):
+                if path.suffix in (".h", ".cpp", ".cu", ".cuh"):
+                    _plan_classes_of_repo.update(_PLAN_CLASS.findall(path.read_text(errors="replace")))
+    return _plan_classes_of_repo | set(_PLAN_CLASS.findall(text))
+
+
 def gpu_host_lines(lines):
     """0-based indices of host code that only runs with a GPU object in hand: the bodies of Plan classes (binding
-    and launching), of functions and lambdas that take a Plan&, a ProblemBuffers&, a JitCache& (prepare: a plan
-    of loaded modules) or a cudaStream_t (measuring, launching), and kernel launches (<<<...>>>). The CPU suite
-    cannot call them; the GPU suite does (every output poisoned, then verified against float64)."""
+    and launching), in the class or defined outside it (Name::member), of functions and lambdas that take a
+    Plan&, a ProblemBuffers&, a JitCache& (prepare: a plan of loaded modules) or a cudaStream_t (measuring,
+    launching), and kernel launches (<<<...>>>). The CPU suite cannot call them; the GPU suite does (every
+    output poisoned, then verified against float64)."""
     text = _code_only("\n".join(lines))
     inside = set()
-    for m in re.finditer(r"\b(?:class|struct)\s+\w+(?:\s+final)?\s*:\s*public\s+(?:\w+::)*\w*Plan\b", text):
+    for m in _PLAN_CLASS.finditer(text):
         inside.update(_body_lines(text, m.start()) or ())
+    names = plan_classes(text)
+    if names:
+        for m in re.finditer(r"\b(?:%s)::~?\w+\s*\(" % "|".join(sorted(names)), text):
+            inside.update(_body_lines(text, m.start()) or ())
     for m in re.finditer(r"\(((?:[^()]|\([^()]*\))*)\)[\s\w]*\{", text):  # a parameter list may hold (...)
         if re.search(r"\b(?:Plan|ProblemBuffers|JitCache)\s*&|\bcudaStream_t\b", m.group(1)):
             inside.update(_body_lines(text, m.start()) or ())

@@ -78,13 +78,19 @@ bool can_run(const Problem& p) {
   }
   return p.n > 0;
 }
+TiledPlan::TiledPlan(int n, std::shared_ptr<Module> m)
+    : n_(n) {
+  if (n < 0) throw std::logic_error("n");
+}
+int SweepPlan::count() const { return 3; }
 """
 
 
 def test_gpu_host_lines_are_plans_launches_and_what_takes_a_stream_or_a_plan():
     inside = mutate.gpu_host_lines(GPU_HOST.splitlines())
-    # the Plan class whole, the timer (its parameter list holds parentheses), prepare, and the launch line
-    assert sorted(i + 1 for i in inside) == [1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 16]
+    # the Plan class whole, the timer (its parameter list holds parentheses), prepare, the launch line, and
+    # the Plan's constructor defined outside the class (not SweepPlan's member: no Plan)
+    assert sorted(i + 1 for i in inside) == [1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 16, 20, 21, 22, 23]
 
 
 def test_every_rule_files_plan_classes_are_left_out_and_its_rules_kept():
