@@ -555,13 +555,15 @@ TEST(MutantKills, EveryIntegerTunableIsACountOfAtLeastOne) {
     const Family& fam = find_family(v->family());
     std::vector<Problem> shapes = fam.test_problems();
     shapes.push_back(fam.example());
-    for (const Problem& p : shapes)
-      for (const Param& param : v->space(p, dev).params())
+    for (const Problem& p : shapes) {
+      const ParamSpace space = v->space(p, dev);  // kept: params() refers into it
+      for (const Param& param : space.params())
         for (const json& value : param.values)
           if (value.is_number_integer()) {
             ++seen;
             EXPECT_GE(value.get<int64_t>(), 1) << v->name() << ": " << param.name << " on " << p.key();
           }
+    }
   }
   EXPECT_GT(seen, 1000);
 }
