@@ -568,4 +568,35 @@ TEST(MutantKills, EveryIntegerTunableIsACountOfAtLeastOne) {
   EXPECT_GT(seen, 1000);
 }
 
+// ---- Survivors of the 2026-11-28 sample (seed 15) ---------------------------------------------------------
+
+// A variant of a given cost, for the skeleton's derived figures.
+class GivenCostVariant : public Variant {
+ public:
+  explicit GivenCostVariant(Cost cost) : cost_(cost) {}
+  std::string name() const override { return "conv2d.given_cost_test"; }
+  std::string family() const override { return "conv2d"; }
+  std::string summary() const override { return "test only"; }
+  ParamSpace space(const Problem&, const DeviceInfo&) const override { return {}; }
+  Status can_implement(const Problem&, const Config&, const DeviceInfo&) const override { return Status::yes(); }
+  Cost cost(const Problem&, const Config&) const override { return cost_; }
+  std::unique_ptr<Plan> prepare(const Problem&, const Config&, const DeviceInfo&, JitCache&) const override {
+    return nullptr;
+  }
+
+ private:
+  Cost cost_;
+};
+
+// runner.cpp:124, a record's intensity where its cost moves no bytes (0, not 1): flops / bytes otherwise.
+TEST(MutantKills, ArithmeticIntensityIsFlopsPerByteAndZeroWithoutBytes) {
+  const Problem p{"conv2d", {{"h", 64}, {"w", 64}, {"r", 3}}};
+  const json moved = Runner::skeleton(GivenCostVariant({6e9, 6e9, 2e9, 3e9}), p, Config::object(), Ceilings{});
+  EXPECT_DOUBLE_EQ(moved.at("intensity_min").get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(moved.at("intensity_model").get<double>(), 2.0);
+  const json none = Runner::skeleton(GivenCostVariant({6e9, 6e9, 0, 0}), p, Config::object(), Ceilings{});
+  EXPECT_EQ(none.at("intensity_min").get<double>(), 0.0);
+  EXPECT_EQ(none.at("intensity_model").get<double>(), 0.0);
+}
+
 }  // namespace convtune
