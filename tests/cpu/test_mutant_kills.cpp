@@ -599,4 +599,28 @@ TEST(MutantKills, ArithmeticIntensityIsFlopsPerByteAndZeroWithoutBytes) {
   EXPECT_EQ(none.at("intensity_model").get<double>(), 0.0);
 }
 
+// records.cpp:60, a failing flock no longer throws: the writer would append without the lock that keeps
+// the GPUs' lines apart. Made to fail by closing the writer's descriptor behind its back (found through
+// /proc/self/fd): the append must name the lock, not write (which then fails on its own, saying so).
+TEST(MutantKills, AnAppendWhoseLockFailsSaysSoAndWritesNothing) {
+  const fs::path dir = test::fresh_temp_dir("mk-lock");
+  const fs::path file = dir / "records.jsonl";
+  RecordWriter w(file);
+  int fd = -1;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(entry.path(), ec) == fs::canonical(file)) fd = std::stoi(entry.path().filename().string());
+  }
+  ASSERT_GE(fd, 0) << "the writer's descriptor";
+  ASSERT_EQ(close(fd), 0);
+  try {
+    w.append(json::parse(kMkGood));
+    FAIL() << "an append without its lock must throw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot lock a records file"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(fs::file_size(file), 0u);
+  fs::remove_all(dir);
+}
+
 }  // namespace convtune
