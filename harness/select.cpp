@@ -58,14 +58,20 @@ std::vector<Choice> select_best(const std::vector<json>& records) {
     for (const auto& [name, r] : latest)
       if (is_usable(*r)) cands.push_back(r);
     if (cands.empty()) continue;
-    std::sort(cands.begin(), cands.end(), [](const json* a, const json* b) { return record_median_ms(*a) < record_median_ms(*b); });
+    // Equal medians (the event timer ticks in 0.5 us) fall to the candidate's name, so a choice never
+    // depends on the sort's order of equals.
+    auto faster = [](const json* a, const json* b) {
+      const double ta = record_median_ms(*a), tb = record_median_ms(*b);
+      return ta != tb ? ta < tb : (*a)["candidate"].get<std::string>() < (*b)["candidate"].get<std::string>();
+    };
+    std::sort(cands.begin(), cands.end(), faster);
     const json& fastest = *cands.front();
     std::vector<const json*> close;
     for (const json* r : cands)
       if (record_median_ms(*r) <= record_median_ms(fastest) * (1.0 + noise_threshold(fastest, *r))) close.push_back(r);
-    const json* chosen = *std::min_element(close.begin(), close.end(), [](const json* a, const json* b) {
+    const json* chosen = *std::min_element(close.begin(), close.end(), [&](const json* a, const json* b) {
       const int ca = a->value("complexity", 5), cb = b->value("complexity", 5);
-      return ca != cb ? ca < cb : record_median_ms(*a) < record_median_ms(*b);
+      return ca != cb ? ca < cb : faster(a, b);
     });
     Choice c;
     c.problem_key = key;

@@ -65,6 +65,21 @@ TEST(SelectRules, AlternatesAreTheNextFastestCappedAtFour) {
   EXPECT_EQ(two.alternates[0]["config"]["block_x"], 32);
 }
 
+// Equal medians (the event timer's 0.5 us ticks) and equal complexity: the candidate first by name, in any
+// order of the records (seed 15's select.cpp:68 mutant took the last of equals).
+TEST(SelectRules, EqualMediansFallToTheCandidatesName) {
+  const Problem p = conv2d(256, 256, 1);
+  const json b16 = rec(p, "conv2d.naive", 16, status::ok, 0.004), b32 = rec(p, "conv2d.naive", 32, status::ok, 0.004),
+             b64 = rec(p, "conv2d.naive", 64, status::ok, 0.004);
+  for (const std::vector<json>& order : std::vector<std::vector<json>>{{b16, b32, b64}, {b64, b32, b16}, {b32, b64, b16}}) {
+    const Choice c = select_best(order).at(0);
+    EXPECT_EQ(c.best["config"]["block_x"], 16);
+    ASSERT_EQ(c.alternates.size(), 2u);
+    EXPECT_EQ(c.alternates[0]["config"]["block_x"], 32);
+    EXPECT_EQ(c.alternates[1]["config"]["block_x"], 64);
+  }
+}
+
 // A resumed run appends: a later ok record of a candidate replaces the earlier one, a later failure does
 // not hide an earlier ok, and a later ok replaces an earlier failure.
 TEST(SelectRules, ALaterOkRecordOfACandidateReplacesTheEarlierOne) {
