@@ -115,6 +115,22 @@ StrategyOptions seeded(uint64_t seed) {
 
 }  // namespace
 
+// A keep fraction outside (0, 1] is refused, naming the option and its range (seed 15: the message emptied).
+TEST(Strategies, KeepFractionOutsideItsRangeIsNamed) {
+  for (double bad : {0.0, -0.5, 1.5}) {
+    StrategyOptions o;
+    o.keep_fraction = bad;
+    try {
+      make_strategy("halving", bowl().cands, o);
+      FAIL() << bad << " accepted";
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("keep_fraction"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("is not in (0, 1]"), std::string::npos) << msg;
+    }
+  }
+}
+
 TEST(Strategies, NamesAndUnknownName) {
   EXPECT_EQ(strategy_names(), (std::vector<std::string>{"exhaustive", "random", "halving", "anneal", "warm"}));
   try {
