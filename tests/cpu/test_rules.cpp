@@ -65,8 +65,9 @@ TEST(SelectRules, AlternatesAreTheNextFastestCappedAtFour) {
   EXPECT_EQ(two.alternates[0]["config"]["block_x"], 32);
 }
 
-// Equal medians (the event timer's 0.5 us ticks) and equal complexity: the candidate first by name, in any
-// order of the records (seed 15's select.cpp:68 mutant took the last of equals).
+// Equal medians (the event timer's 0.5 us ticks) and equal complexity: the candidate first by name, whatever
+// the records' order (seed 15's select.cpp:68 mutant took the last of equals). Candidates reach the sort
+// already in name order (index_run keys them by name), so this pins the outcome, not which line gives it.
 TEST(SelectRules, EqualMediansFallToTheCandidatesName) {
   const Problem p = conv2d(256, 256, 1);
   const json b16 = rec(p, "conv2d.naive", 16, status::ok, 0.004), b32 = rec(p, "conv2d.naive", 32, status::ok, 0.004),

@@ -34,7 +34,8 @@ namespace convtune::test {
 inline const std::filesystem::path kShipped =
     std::filesystem::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-80gb-hbm3/conv2d-register-tiled-20261123-161324";
 
-// Uniform [-1, 1) values for every input operand of p (all but the output), from `seed`.
+// Uniform values in [-amplitude, amplitude] (the operand's, 1 unless its family says otherwise) for every
+// input operand of p (all but the output), from `seed`.
 inline std::vector<std::vector<float>> random_inputs(const Problem& p, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<Operand> ops = p.operands();
