@@ -16,6 +16,7 @@
 #include "harness/gpu_kernels.h"
 #include "harness/measure.h"
 #include "harness/records.h"
+#include "harness/runner.h"
 #include "harness/family.h"
 #include "harness/runner.h"
 #include "harness/json_file.h"
@@ -60,7 +61,7 @@ void run_case(benchmark::State& state, const BenchCase& bc, const DeviceInfo& de
     poison_nan(bufs.back().get(), ops.back().elements, stream.get());
     plan->run(stream.get());
     const ErrorSums e = compare_to_reference(bufs.back().get(), ref.get(), ops.back().elements, stream.get());
-    const Tolerance tol = bc.problem.type().output_tolerance(bc.problem, bc.variant->tolerance(bc.problem, bc.config));
+    const Tolerance tol = verification_tolerance(*bc.variant, bc.problem, bc.config);
     const double rel = e.sq_ref > 0 ? std::sqrt(e.sq_err / e.sq_ref) : std::sqrt(e.sq_err);
     if (e.nonfinite || !(rel <= tol.rel_l2)) {
       state.SkipWithError(("wrong result: rel_l2 " + std::to_string(rel)).c_str());

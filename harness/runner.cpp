@@ -164,7 +164,11 @@ json Runner::verify(const Variant& v, const Config& c, Plan& plan, ProblemBuffer
   plan.run(s);
   CT_CHECK_LAUNCH();
   const ErrorSums e = compare_to_reference(b.operands.back().get(), b.reference.get(), ops.back().elements, s);
-  return verification_verdict(e, p.type().output_tolerance(p, v.tolerance(p, c)));
+  return verification_verdict(e, verification_tolerance(v, p, c));
+}
+
+Tolerance verification_tolerance(const Variant& v, const Problem& p, const Config& c) {
+  return p.type().output_tolerance(p, v.tolerance(p, c));
 }
 
 json verification_verdict(const ErrorSums& e, const Tolerance& tol) {

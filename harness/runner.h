@@ -22,6 +22,8 @@ struct ErrorSums;
 // The verification record of an output whose errors against the float64 reference are `e`: rel_l2,
 // max_abs, max_rel, nonfinite, the tolerance, and pass (no non-finite output, both errors within tolerance).
 json verification_verdict(const ErrorSums& e, const Tolerance& tol);
+// The bound a candidate's output is verified against: the method's, as its family takes it on the output.
+Tolerance verification_tolerance(const Variant& v, const Problem& p, const Config& c);
 
 // Device buffers for one problem, reused by every candidate of that problem.
 struct ProblemBuffers {
