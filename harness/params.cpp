@@ -11,6 +11,11 @@ ParamSpace& ParamSpace::add(std::string name, std::string meaning, std::vector<j
   return *this;
 }
 
+ParamSpace& ParamSpace::alternative(std::string name, std::string meaning, std::string instead_of) {
+  alternatives_.push_back({std::move(name), std::move(meaning), {}, nullptr, std::move(instead_of)});
+  return *this;
+}
+
 const Param* ParamSpace::find(const std::string& name) const {
   for (const auto& p : params_)
     if (p.name == name) return &p;
@@ -91,11 +96,21 @@ Config ParamSpace::complete_config(const Config& given, const std::string& where
   Config cfg = given;
   for (const auto& p : params_)
     if (!cfg.contains(p.name) && !p.absent.is_null()) cfg[p.name] = p.absent;
+  std::vector<std::string> stood_in;  // parameters an alternative in the config stands in for
   for (const auto& [name, v] : cfg.items()) {
-    (void)v;
-    if (!find(name)) throw InputError(where + "." + name + ": unknown parameter; allowed: " + known_names(params_));
+    const auto alt = std::find_if(alternatives_.begin(), alternatives_.end(), [&](const Param& a) { return a.name == name; });
+    if (alt == alternatives_.end()) {
+      if (!find(name)) throw InputError(where + "." + name + ": unknown parameter; allowed: " + known_names(params_));
+      continue;
+    }
+    if (cfg.contains(alt->instead_of))
+      throw InputError(where + "." + name + ": beside " + alt->instead_of + ", which it stands in for; allowed: one of them");
+    const bool positive = v.is_number_unsigned() ? v.get<uint64_t>() > 0 : v.is_number_integer() && v.get<int64_t>() > 0;
+    if (!positive) throw InputError(where + "." + name + ": " + v.dump() + "; allowed: a positive integer (" + alt->meaning + ")");
+    stood_in.push_back(alt->instead_of);
   }
   for (const auto& p : params_) {
+    if (std::find(stood_in.begin(), stood_in.end(), p.name) != stood_in.end()) continue;
     if (!cfg.contains(p.name))
       throw InputError(where + "." + p.name + ": missing (" + p.meaning + "; values: " + value_list(p.values) + ")");
     const json& v = cfg[p.name];

@@ -20,11 +20,16 @@ struct Param {
   std::vector<json> values;
   json absent;  // the value a config without this parameter means (null: required); for a parameter added
                 // after dispatch tables were shipped, so that their configs still name a point
+  std::string instead_of;  // an alternative's: the parameter it stands in for (see ParamSpace::alternative)
 };
 
 class ParamSpace {
  public:
   ParamSpace& add(std::string name, std::string meaning, std::vector<json> values, json absent = nullptr);
+  // A positive integer that a config may name in place of parameter `instead_of`: a count where the space now
+  // has a rule (a split count where it has waves), so that configs of shipped tables still name a point.
+  // enumerate() never gives it; complete_config() takes it when the config lacks `instead_of`.
+  ParamSpace& alternative(std::string name, std::string meaning, std::string instead_of);
   const std::vector<Param>& params() const { return params_; }
   const Param* find(const std::string& name) const;
   size_t size() const;  // points in the full product
@@ -42,6 +47,7 @@ class ParamSpace {
 
  private:
   std::vector<Param> params_;
+  std::vector<Param> alternatives_;
 };
 
 // "tile_x=32,tile_y=8" -> {"tile_x": 32, "tile_y": 8}; values that are not integers stay strings.

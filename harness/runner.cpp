@@ -106,7 +106,8 @@ static void add_math_floor(json& r, const Variant& v, const Config& c, const Cei
   if (const double floor = ceilings.floor_ms(bytes, flops, math); floor > 0) r["floor_math_ms"] = floor;
 }
 
-json Runner::skeleton(const Variant& v, const Problem& p, const Config& c, const Ceilings& ceilings) {
+json Runner::skeleton(const Variant& v, const Problem& p, const Config& c, const Ceilings& ceilings,
+                     const DeviceInfo& dev) {
   json r;
   r["schema"] = kSchemaVersion;
   r["problem"] = p.to_json();
@@ -116,7 +117,7 @@ json Runner::skeleton(const Variant& v, const Problem& p, const Config& c, const
   r["library"] = v.library();
   r["config"] = c;
   r["candidate"] = candidate_name(v.name(), c);
-  const Cost cost = v.cost(p, c);
+  const Cost cost = v.cost(p, v.resolve(p, c, dev));
   r["flops"] = cost.flops;
   r["flops_variant"] = cost.flops_variant;
   r["bytes_min"] = cost.bytes_min;
@@ -185,7 +186,7 @@ json verification_verdict(const ErrorSums& e, const Tolerance& tol) {
 }
 
 json Runner::run(const Variant& v, const Problem& p, const Config& c) {
-  json r = skeleton(v, p, c, ceilings_);
+  json r = skeleton(v, p, c, ceilings_, dev_);
   const Status st = v.can_implement(p, c, dev_);
   if (!st) {
     r["status"] = status::skipped;

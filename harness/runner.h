@@ -40,8 +40,10 @@ class Runner {
   // Always returns a record; never throws for a candidate's own failure. A record with
   // "context_lost": true means a sticky CUDA error: the process must stop (issue: worker processes).
   json run(const Variant& v, const Problem& p, const Config& c);
-  // The record's fields that do not need a GPU (problem, candidate, cost model, status skipped...).
-  static json skeleton(const Variant& v, const Problem& p, const Config& c, const Ceilings& ceilings);
+  // The record's fields that do not need a GPU (problem, candidate, cost model, status skipped...); the
+  // cost is the config's as resolved on `dev`.
+  static json skeleton(const Variant& v, const Problem& p, const Config& c, const Ceilings& ceilings,
+                       const DeviceInfo& dev = DeviceInfo{});
 
   // Off: no clock readings and no re-measure, so a candidate's samples are timed exactly once (the profile
   // worker, whose one timed range is what Nsight Compute collects).

@@ -58,11 +58,13 @@ std::string fmt_seconds(double s) {
 }
 
 // Compiles every kernel the plan needs, in parallel: NVRTC is the slow part of a cold sweep.
-void precompile(const SweepPlan& plan, JitCache& jit, int threads, std::ostream& log, bool quiet) {
+void precompile(const SweepPlan& plan, const DeviceInfo& dev, JitCache& jit, int threads, std::ostream& log,
+                bool quiet) {
   std::vector<JitProgram> programs;
   for (const auto& c : plan.candidates)
     if (c.status.ok)
-      for (auto& prog : c.variant->programs(c.problem, c.config)) programs.push_back(std::move(prog));
+      for (auto& prog : c.variant->programs(c.problem, c.variant->resolve(c.problem, c.config, dev)))
+        programs.push_back(std::move(prog));
   if (programs.empty()) return;
   const auto t0 = std::chrono::steady_clock::now();
   jit.compile_all(programs, threads);
@@ -171,7 +173,7 @@ class WorkerLoop {
   }
 
   void record_skipped(const PlannedCandidate& c) {
-    json rec = Runner::skeleton(*c.variant, c.problem, c.config, ceilings_);
+    json rec = Runner::skeleton(*c.variant, c.problem, c.config, ceilings_, runner_.device());
     if (recorded_.count(record_key(rec))) return;
     rec["status"] = status::skipped;
     rec["reason"] = c.status.reason;
@@ -207,7 +209,7 @@ class WorkerLoop {
   // new measurement. Nothing when the worker stops first, the budget is spent, or the context is lost.
   std::optional<json> evaluate(const PlannedCandidate& c, Fidelity fidelity, int eval_index, size_t problem_index,
                                std::chrono::steady_clock::time_point t_problem) {
-    json rec = Runner::skeleton(*c.variant, c.problem, c.config, ceilings_);
+    json rec = Runner::skeleton(*c.variant, c.problem, c.config, ceilings_, runner_.device());
     rec["strategy"] = spec_.strategy;
     rec["eval_index"] = eval_index;
     rec["fidelity"] = fidelity_name(fidelity);
@@ -347,7 +349,7 @@ void prepare_folder(const SweepSpec& spec, const fs::path& folder, const SweepOp
   const SweepPlan plan = plan_for(spec, dev, summary, options.shard);
   open_run_folder(spec, folder, dev, options, argv, log);
   JitCache jit = make_jit(options, dev);
-  precompile(plan, jit, options.compile_threads, log, options.quiet);
+  precompile(plan, dev, jit, options.compile_threads, log, options.quiet);
   add_worker_totals(folder, jit, 0);
 }
 

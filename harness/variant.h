@@ -81,6 +81,11 @@ class Variant {
   // The tunables for this problem on this device (the space may depend on both, e.g. radius limits).
   virtual ParamSpace space(const Problem& p, const DeviceInfo& dev) const = 0;
   virtual Status can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const = 0;
+  // The config as it runs on this problem and device. A tunable may be a rule rather than a value (a split
+  // count derived from a number of waves over the SMs, so that one config fits every shape): the variant adds
+  // the values its rules give, and keeps those already there (resolving twice changes nothing). cost() and
+  // programs() take a resolved config; can_implement() and prepare() resolve for themselves.
+  virtual Config resolve(const Problem&, const Config& c, const DeviceInfo&) const { return c; }
   virtual Cost cost(const Problem& p, const Config& c) const = 0;
   // The problem matters: the rounding of a long direct sum grows with its length.
   virtual Tolerance tolerance(const Problem&, const Config&) const { return kDirectFp32Tolerance; }

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "harness/family.h"
+#include "harness/runner.h"
 #include "harness/variant.h"
 #include "variants/layer_common/implicit_gemm.h"
 #include "variants/layer_common/layer_epilogue.h"
@@ -117,7 +119,7 @@ std::vector<JitProgram> sampled_programs(const std::string& family) {
       const bool pick = i % 4 == 0 || i + 1 == ok.size() || !maths.count(math);
       if (!pick) continue;
       maths.insert(math);
-      for (const JitProgram& prog : v.programs(p, ok[i])) out.push_back(prog);
+      for (const JitProgram& prog : v.programs(p, v.resolve(p, ok[i], dev))) out.push_back(prog);
     }
   }
   EXPECT_EQ(maths, (std::set<std::string>{kMathFp32, kMath3xTf32, kMathTf32})) << family;
@@ -172,7 +174,10 @@ TEST(LayerImplicitGemm, Tf32OnlyWithPrecisionOne) {
     const Variant& v = Registry::instance().get(std::string(family) + ".implicit_gemm");
     Problem p = big_shapes(family).front();
     Config c = config(kMathTf32, "128x64x16", 2);
-    if (std::string(family) == "layer_bwd_filter") c["splits"] = 16;
+    if (std::string(family) == "layer_bwd_filter") {
+      c.erase("splits");
+      c["waves"] = 1;
+    }
     const Status strict = v.can_implement(p, c, dev);
     EXPECT_FALSE(strict.ok) << family;
     EXPECT_TRUE(contains(strict.reason, "precision")) << strict.reason;
@@ -231,6 +236,41 @@ TEST(LayerImplicitGemm, SplitsThatIdleTheGpuArePruned) {
   EXPECT_TRUE(v.can_implement(p, c, dev).ok) << v.can_implement(p, c, dev).reason;
 }
 
+// Backward-filter's split count is a rule (waves), worked by hand: the 64 x 576 dW of the C64 56x56 layer is
+// 9 tiles of 128x64 (or of 64x64), 6272 k-tiles of 16; on 132 SMs waves 1, 2, 4 and 8 give floor(w * 132 / 9)
+// = 14, 29, 58 and 117 splits; the 126-term test shape's 8 k-tiles of 16 cap them at 8.
+TEST(LayerImplicitGemm, BackwardFilterSplitsComeFromWaves) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = Registry::instance().get("layer_bwd_filter.implicit_gemm");
+  const Problem p = big_shapes("layer_bwd_filter").front();
+  const std::map<int, int> by_hand = {{1, 14}, {2, 29}, {4, 58}, {8, 117}};
+  std::set<int> waves;
+  for (const Config& c : v.space(p, dev).enumerate()) {
+    waves.insert(c.at("waves").get<int>());
+    if (c.at("tile") != "128x64x16" && c.at("tile") != "64x64x8") continue;
+    EXPECT_EQ(v.resolve(p, c, dev).at("splits"), by_hand.at(c.at("waves").get<int>())) << c.dump();
+  }
+  EXPECT_EQ(waves, (std::set<int>{1, 2, 4, 8}));
+  const Problem short_sum = find_family("layer_bwd_filter").test_problems().at(1);
+  Config c = config(kMath3xTf32, "64x64x16", 2);
+  c.erase("splits");
+  c["waves"] = 8;
+  EXPECT_EQ(v.resolve(short_sum, c, dev).at("splits"), 8);
+  EXPECT_TRUE(v.can_implement(short_sum, c, dev).ok) << v.can_implement(short_sum, c, dev).reason;
+  // The record's bytes are those of the split count the rule gives.
+  c = config(kMath3xTf32, "128x64x16", 2);
+  c.erase("splits");
+  c["waves"] = 1;
+  EXPECT_DOUBLE_EQ(Runner::skeleton(v, p, c, Ceilings{}, dev).at("bytes_model").get<double>(),
+                   v.cost(p, config(kMath3xTf32, "128x64x16", 2, 14)).bytes_model);
+  c["waves"] = -1;
+  EXPECT_EQ(v.can_implement(p, c, dev).reason, "waves -1; allowed: an integer from 1 to 1024");
+  Config forward = config(kMath3xTf32, "128x64x16", 2);
+  forward["waves"] = 1;
+  EXPECT_EQ(Registry::instance().get("layer_fwd.implicit_gemm").can_implement(big_shapes("layer_fwd").front(), forward, dev).reason,
+            "waves is backward-filter's rule; this pass takes splits (a count)");
+}
+
 // Forward and backward-data split t only for grids too small to fill the GPU: the C256 14x14 layer's
 // 6272 x 256 GEMM is 196 tiles of 128x64 (splits 2 allowed, 4 not: 392 CTAs already fill 132 SMs twice);
 // the 56x56 layer's 1568 tiles take no split.
@@ -254,7 +294,7 @@ TEST(LayerImplicitGemm, ForwardSplitsOnlyForSmallGrids) {
 }
 
 // Dispatch tables exported before forward splits existed name configs without "splits": completing them
-// gives splits 1; backward-filter, which always had the parameter, still requires it.
+// gives splits 1; backward-filter, which always had the parameter, still requires it (or, now, waves).
 TEST(LayerImplicitGemm, AConfigFromBeforeForwardSplitsStillChecks) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   for (const char* family : kImplicitPasses) {
@@ -265,6 +305,10 @@ TEST(LayerImplicitGemm, AConfigFromBeforeForwardSplitsStillChecks) {
     const ParamSpace space = v.space(p, dev);
     if (std::string(family) == "layer_bwd_filter") {
       EXPECT_THROW(space.complete_config(old, "cfg"), InputError);
+      Config older_table = old;  // before waves, backward-filter named its split count
+      older_table["splits"] = 16;
+      EXPECT_EQ(space.complete_config(older_table, "cfg"), older_table);
+      EXPECT_TRUE(v.can_implement(p, older_table, dev).ok) << v.can_implement(p, older_table, dev).reason;
     } else {
       Config explicit_one = old;
       explicit_one["splits"] = 1;
@@ -308,7 +352,7 @@ TEST(LayerImplicitGemm, SpacesAreSmall) {
 
 // A backward-filter GEMM that fills the GPU by itself can run unsplit: no second kernel, no workspace (a
 // split of s keeps s partial dW arrays). The C512 7x7 ResNet layer's dW is 512 x 4608, 288 tiles of 128x64
-// (4 x 288 >= 132 SMs), so the space must offer splits 1 and can_implement allow it, for SIMT and
+// (4 x 288 >= 132 SMs), so waves 1 must give splits 1 and can_implement allow it, for SIMT and
 // tensor-core tiles; without it every dW of a large layer would allocate splits x 512 x 4608 floats.
 TEST(LayerImplicitGemm, BackwardFilterOnAFullGridCanRunUnsplit) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
@@ -316,7 +360,8 @@ TEST(LayerImplicitGemm, BackwardFilterOnAFullGridCanRunUnsplit) {
   const Problem p = big("layer_bwd_filter", {32, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1});
   std::set<std::string> unsplit_tiles;
   for (const Config& c : v.space(p, dev).enumerate())
-    if (c.at("splits") == 1 && v.can_implement(p, c, dev).ok) unsplit_tiles.insert(c.at("tile").get<std::string>());
+    if (v.resolve(p, c, dev).at("splits") == 1 && v.can_implement(p, c, dev).ok)
+      unsplit_tiles.insert(c.at("tile").get<std::string>());
   EXPECT_TRUE(unsplit_tiles.count("128x64x16")) << "no unsplit 128x64 tensor-core config";
   EXPECT_TRUE(unsplit_tiles.count("128x64x8")) << "no unsplit 128x64 SIMT config";
 }

@@ -4,11 +4,13 @@
 // GPU suite.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "harness/family.h"
+#include "harness/runner.h"
 #include "harness/variant.h"
 #include "variants/layer_common/implicit_gemm.h"
 #include "variants/layer_common/layer_variant.h"
@@ -38,7 +40,7 @@ Config config(const char* math, int warpgroups, int stages, int tile_n = 64) {
 }
 
 // Every config on the ResNet shape (tf32 through a precision = 1 copy), every 3rd elsewhere; with `sample`,
-// every sample-th there and every 2*sample-th elsewhere (backward-filter's splits multiply its space by 8).
+// every sample-th there and every 2*sample-th elsewhere (backward-filter's waves multiply its space by 3).
 // The tests compile covering_programs of these: on the CPU every define's value at least once (the ptxas notes
 // of other combinations are checked with CONVTUNE_NVRTC_ALL=1, and the sweeps compile every config they run).
 std::vector<JitProgram> programs(const Variant& v, const std::string& family, size_t sample = 1,
@@ -55,7 +57,7 @@ std::vector<JitProgram> programs(const Variant& v, const std::string& family, si
     for (const Config& c : v.space(problems[pi], dev).enumerate()) {
       if (!v.can_implement(problems[pi], c, dev) || i++ % (pi == 0 ? sample : sample == 1 ? 3 : 2 * sample) != 0)
         continue;
-      for (const JitProgram& prog : v.programs(problems[pi], c))
+      for (const JitProgram& prog : v.programs(problems[pi], v.resolve(problems[pi], c, dev)))
         if (seen.insert(prog.describe()).second) out.push_back(prog);
     }
   }
@@ -156,7 +158,7 @@ const std::vector<WgmmaCase> kAllWgmma = {{"layer_fwd.implicit_gemm_wgmma", "lay
                                           {"layer_bwd_filter.implicit_gemm_wgmma_ws", "layer_bwd_filter"}};
 Config case_config(const WgmmaCase& k, const char* math) {
   Config c = config(math, 2, 3);
-  if (k.family == "layer_bwd_filter") c["splits"] = 32;
+  if (k.family == "layer_bwd_filter") c["waves"] = 1;
   return c;
 }
 
@@ -195,21 +197,101 @@ TEST(LayerWgmma, PrecisionRulesAndTolerance) {
   }
 }
 
-// Beside the powers of two, backward-filter's space holds the split counts that fill the SMs once or twice
-// for each tile grid. The C128 stage (m = c*r*s = 1152, n = 128) has grids of 36, 18, 18 and 9 tiles: on
-// 132 SMs, 3 and 7, 7 and 14, 14 and 29.
-TEST(LayerWgmma, BackwardFilterSplitsFillTheSms) {
+// Backward-filter's split count is a rule, `waves`: the most splits whose tiles x splits CTAs fill the SMs
+// that many times over. The C128 stage (m = c*r*s = 1152, n = 128, 784 k-tiles) has grids of 36 (1 warpgroup,
+// 64 columns), 18 (1, 128 and 2, 64) and 9 tiles (2, 128): on 132 SMs, waves 1 gives 3, 7 and 14 splits,
+// waves 2 gives 7, 14 and 29, waves 4 gives 14, 29 and 58.
+TEST(LayerWgmma, BackwardFilterSplitsComeFromWavesOverTheSms) {
   DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = wgmma_ws("layer_bwd_filter");
   const Problem c128 = wgmma_shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
-  auto splits = [&](const DeviceInfo& d) {
-    std::set<int> out;
-    for (const Config& c : wgmma_ws("layer_bwd_filter").space(c128, d).enumerate()) out.insert(c.at("splits").get<int>());
-    return out;
+  auto splits = [&](int warpgroups, int tile_n, int waves, const DeviceInfo& d) {
+    Config c = config(kMath3xTf32, warpgroups, 3, tile_n);
+    c["waves"] = waves;
+    return v.resolve(c128, c, d).at("splits").get<int>();
   };
-  EXPECT_EQ(splits(dev), (std::set<int>{1, 2, 3, 4, 7, 8, 14, 16, 29, 32, 64, 128}));
-  dev.sms = 0;  // unknown SM count: the powers of two only
-  EXPECT_EQ(splits(dev), (std::set<int>{1, 2, 4, 8, 16, 32, 64, 128}));
-  EXPECT_TRUE(wgmma_ws("layer_bwd_filter").can_implement(c128, filter_config(1, 128, 7), DeviceInfo::offline_sm90()).ok);
+  const int by_hand[3][4] = {{3, 7, 7, 14}, {7, 14, 14, 29}, {14, 29, 29, 58}};  // waves 1, 2, 4
+  const int waves[3] = {1, 2, 4};
+  for (int w = 0; w < 3; ++w) {
+    EXPECT_EQ(splits(1, 64, waves[w], dev), by_hand[w][0]) << waves[w];
+    EXPECT_EQ(splits(1, 128, waves[w], dev), by_hand[w][1]) << waves[w];
+    EXPECT_EQ(splits(2, 64, waves[w], dev), by_hand[w][2]) << waves[w];
+    EXPECT_EQ(splits(2, 128, waves[w], dev), by_hand[w][3]) << waves[w];
+  }
+  DeviceInfo unknown = dev;
+  unknown.sms = 0;  // the CPU compile tests: the count is the waves value
+  EXPECT_EQ(splits(2, 128, 4, unknown), 4);
+  // 5 k-tiles (t = 12*12 = 144): a split needs one, so the rule stops at 5; and a grid that already fills the
+  // SMs (C512 7x7: 36 x 4 tiles of 64 x 128) gets 1, not 0.
+  const Problem tiny = wgmma_shape("layer_bwd_filter", {1, 5, 12, 12, 6, 1, 1, 0, 0, 1, 1});
+  Config four = config(kMath3xTf32, 1, 3, 64);
+  four["waves"] = 4;
+  EXPECT_EQ(v.resolve(tiny, four, dev).at("splits"), 5);
+  const Problem c512 = wgmma_shape("layer_bwd_filter", {32, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1});
+  Config one = config(kMath3xTf32, 1, 3, 128);
+  one["waves"] = 1;
+  EXPECT_EQ(v.resolve(c512, one, dev).at("splits"), 1);
+  EXPECT_TRUE(v.can_implement(c512, one, dev).ok) << v.can_implement(c512, one, dev).reason;
+  // Resolving twice changes nothing, and a config naming its splits keeps them.
+  EXPECT_EQ(v.resolve(c128, v.resolve(c128, one, dev), dev), v.resolve(c128, one, dev));
+  EXPECT_EQ(v.resolve(c128, filter_config(1, 64, 5), dev), filter_config(1, 64, 5));
+}
+
+// One config fits every shape: the space no longer depends on the shape, so a choice learnt on one layer can
+// run on another (a split count fitted to one tile grid was refused on most others).
+TEST(LayerWgmma, BackwardFilterSpaceIsTheSameOnEveryShapeAndRunsOnEach) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = wgmma_ws("layer_bwd_filter");
+  const std::vector<Problem> shapes = {wgmma_shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1}),
+                                       wgmma_shape("layer_bwd_filter", {8, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1}),
+                                       wgmma_shape("layer_bwd_filter", {64, 2048, 7, 7, 512, 1, 1, 0, 0, 1, 1}),
+                                       wgmma_shape("layer_bwd_filter", {1, 3, 224, 224, 64, 7, 7, 3, 3, 2, 2})};
+  const std::vector<Config> first = v.space(shapes[0], dev).enumerate();
+  std::set<int> waves;
+  for (const Config& c : first) waves.insert(c.at("waves").get<int>());
+  EXPECT_EQ(waves, (std::set<int>{1, 2, 4}));
+  for (const Problem& p : shapes) {
+    EXPECT_EQ(v.space(p, dev).enumerate(), first) << p.key();
+    for (const Config& c : first)
+      if (c.at("math") == kMath3xTf32) EXPECT_TRUE(v.can_implement(p, c, dev).ok) << p.key() << " " << c.dump();
+  }
+}
+
+TEST(LayerWgmma, BackwardFilterWavesRefusals) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = wgmma_ws("layer_bwd_filter");
+  const Problem c128 = wgmma_shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
+  Config c = config(kMath3xTf32, 1, 3, 128);
+  c["waves"] = 0;
+  EXPECT_EQ(v.can_implement(c128, c, dev).reason, "waves 0; allowed: an integer from 1 to 1024");
+  c["waves"] = 1;
+  c["splits"] = 8;  // waves 1 gives 7 here
+  EXPECT_EQ(v.can_implement(c128, c, dev).reason,
+            "splits 8 beside waves 1, which gives splits 7 here; name one of them");
+  c["splits"] = 7;
+  EXPECT_TRUE(v.can_implement(c128, c, dev).ok);
+  Config forward = config(kMath3xTf32, 1, 3, 128);
+  forward["waves"] = 1;
+  EXPECT_EQ(wgmma_ws("layer_fwd").can_implement(resnet("layer_fwd"), forward, dev).reason,
+            "waves is backward-filter's rule; this pass does not split its sum");
+}
+
+// The record's cost is the resolved config's: waves 1 on the C128 stage with 1 warpgroup of 128 columns is
+// 7 splits, whose partials are written and read back.
+TEST(LayerWgmma, TheRecordsCostIsTheResolvedConfigs) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = wgmma_ws("layer_bwd_filter");
+  const Problem c128 = wgmma_shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
+  Config c = config(kMath3xTf32, 1, 3, 128);
+  c["waves"] = 1;
+  const json record = Runner::skeleton(v, c128, c, Ceilings{}, dev);
+  Config seven = config(kMath3xTf32, 1, 3, 128);
+  seven["splits"] = 7;
+  EXPECT_DOUBLE_EQ(record.at("bytes_model").get<double>(), v.cost(c128, seven).bytes_model);
+  EXPECT_EQ(record.at("config"), c);  // the record keeps the rule, which is what another shape can reuse
+  const std::vector<JitProgram> programs = v.programs(c128, v.resolve(c128, c, dev));
+  ASSERT_EQ(programs.size(), 1u);
+  EXPECT_NE(std::find(programs[0].options.begin(), programs[0].options.end(), "-DSPLITS=7"), programs[0].options.end());
 }
 
 TEST(LayerWgmma, SpaceValues) {

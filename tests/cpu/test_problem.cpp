@@ -92,6 +92,32 @@ TEST(Params, RestrictionsAreCheckedWithClearErrors) {
   EXPECT_THROW(s.restricted({{"tile", json::array()}}, "p"), InputError);
 }
 
+// An alternative stands in for a rule's parameter in older configs (a split count where the space now has
+// waves): never enumerated, accepted in place of the parameter, refused beside it, and only as a positive count.
+TEST(Params, AnAlternativeStandsInForItsParameterInOlderConfigs) {
+  ParamSpace s;
+  s.add("tile", "", {8, 16}).add("waves", "", {1, 2}).alternative("splits", "a count", "waves");
+  EXPECT_EQ(s.enumerate().size(), 4u);
+  for (const Config& c : s.enumerate()) EXPECT_FALSE(c.contains("splits"));
+  const Config older = {{"tile", 8}, {"splits", 7}};
+  EXPECT_EQ(s.complete_config(older, "cfg"), older);
+  EXPECT_EQ(s.complete_config({{"tile", 8}, {"waves", 2}}, "cfg"), json({{"tile", 8}, {"waves", 2}}));
+  auto message = [&](const Config& c) {
+    try {
+      s.complete_config(c, "cfg");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message({{"tile", 8}, {"splits", 7}, {"waves", 1}}),
+            "cfg.splits: beside waves, which it stands in for; allowed: one of them");
+  EXPECT_EQ(message({{"tile", 8}, {"splits", 0}}), "cfg.splits: 0; allowed: a positive integer (a count)");
+  EXPECT_EQ(message({{"tile", 8}, {"splits", "7"}}), "cfg.splits: \"7\"; allowed: a positive integer (a count)");
+  EXPECT_EQ(message({{"tile", 8}}), "cfg.waves: missing (; values: 1, 2)");
+  EXPECT_EQ(message({{"tile", 8}, {"split", 7}}), "cfg.split: unknown parameter; allowed: tile, waves");
+}
+
 TEST(Params, ParsesCommandLineConfigs) {
   const Config c = parse_config("tile_x=32,dir=y", "--config");
   EXPECT_EQ(c["tile_x"], 32);

@@ -77,6 +77,29 @@ Status split_not_too_many(int64_t tiles, int split, const DeviceInfo& dev) {
   return Status::yes();
 }
 
+int splits_for_waves(int waves, int64_t tiles, int64_t k_tiles, const DeviceInfo& dev) {
+  const int64_t wanted = dev.sms > 0 ? int64_t(waves) * dev.sms / std::max<int64_t>(tiles, 1) : waves;
+  return int(std::clamp<int64_t>(wanted, 1, std::max<int64_t>(k_tiles, 1)));
+}
+
+bool derives_splits(const Config& c) {
+  if (!c.is_object() || c.contains("splits") || !c.contains("waves")) return false;
+  const json& w = c.at("waves");
+  return w.is_number_integer() && w.get<int64_t>() >= 1 && w.get<int64_t>() <= 1024;
+}
+
+Status waves_allowed(const Config& c, int64_t tiles, int64_t k_tiles, const DeviceInfo& dev) {
+  if (!c.contains("waves")) return Status::yes();
+  const json& w = c.at("waves");
+  if (!w.is_number_integer() || w.get<int64_t>() < 1 || w.get<int64_t>() > 1024)
+    return Status::no("waves " + w.dump() + "; allowed: an integer from 1 to 1024");
+  const int given = splits_for_waves(w.get<int>(), tiles, k_tiles, dev);
+  if (c.contains("splits") && c.at("splits") != given)
+    return Status::no("splits " + c.at("splits").dump() + " beside waves " + w.dump() + ", which gives splits " +
+                      std::to_string(given) + " here; name one of them");
+  return Status::yes();
+}
+
 ParamSpace ImplicitGemmVariant::space(const Problem&, const DeviceInfo&) const {
   std::vector<json> tiles;
   for (const GemmTile& t : gemm_tiles())
@@ -90,12 +113,28 @@ ParamSpace ImplicitGemmVariant::space(const Problem&, const DeviceInfo&) const {
       .add("tile", "CTA tile BMxBNxBK (BK 8: fp32 SIMT tiles; BK 16: tensor-core tiles)", tiles)
       .add("stages", "shared-memory pipeline depth (cp.async ring)", int_values({2, 3}));
   if (pass_ == GemmPass::bwd_filter)
-    s.add("splits", "CTAs sharing the n*P*Q sum of each tile, summed in order by a second kernel",
-          int_values({1, 4, 16, 64, 256, 1024}));
+    s.add("waves", "the n*P*Q sum of each tile split over the most CTAs, summed in order by a second kernel, that "
+                   "fill the SMs this many times over (the split count follows each shape's tile grid)",
+          int_values({1, 2, 4, 8}))
+        .alternative("splits", "CTAs sharing the sum, as a count (the tunable before waves; older tables' configs)",
+                     "waves");
   else
     s.add("splits", "CTAs sharing the t sum of each tile, summed in order by a second kernel (small images, "
                     "whose GEMM has too few tiles to fill the GPU)", int_values({1, 2, 4}), 1);
   return s;
+}
+
+Config ImplicitGemmVariant::resolve(const Problem& p, const Config& c, const DeviceInfo& dev) const {
+  if (pass_ != GemmPass::bwd_filter || !derives_splits(c) || !c.contains("tile") || !c.at("tile").is_string())
+    return c;
+  const GemmTile* tile = find_gemm_tile(c.at("tile").get<std::string>());
+  if (!tile) return c;
+  const LayerShape l(p);
+  const GemmExtent e = gemm_extent(pass_, l);
+  Config out = c;
+  out["splits"] = splits_for_waves(cfg_int(c, "waves"), ceil_div(e.m, tile->bm) * ceil_div(e.n, tile->bn),
+                                   k_tiles(pass_, l, *tile), dev);
+  return out;
 }
 
 Status ImplicitGemmVariant::constraints(const LayerShape& l, const Config& c, const DeviceInfo& dev) const {
@@ -109,17 +148,21 @@ Status ImplicitGemmVariant::constraints(const LayerShape& l, const Config& c, co
   const int stages = cfg_int(c, "stages");
   if (stages < 1 || stages > 3) return Status::no("stages must be 1, 2 or 3");
   const GemmExtent e = gemm_extent(pass_, l);
+  const int64_t tiles = ceil_div(e.m, tile->bm) * ceil_div(e.n, tile->bn);
+  if (pass_ != GemmPass::bwd_filter && c.contains("waves"))
+    return Status::no("waves is backward-filter's rule; this pass takes splits (a count)");
+  if (const Status w = waves_allowed(c, tiles, k_tiles(pass_, l, *tile), dev); !w) return w;
+  if (!c.contains("splits")) return Status::no("needs splits (a count) or, backward-filter, waves (a rule)");
   const int split = splits(c);
   if (split < 1) return Status::no("splits must be >= 1");
   if (split > k_tiles(pass_, l, *tile))
     return Status::no("splits " + std::to_string(split) + " > the " + std::to_string(k_tiles(pass_, l, *tile)) +
                       " k-tiles of the n*P*Q sum (tile BK " + std::to_string(tile->bk) + ")");
   // Backward-filter's long sums: too few splits idle the GPU (splits 1 and 4 of the 9-tile ResNet dw);
-  // forward and backward-data split only while it adds occupancy.
-  const int64_t tiles = ceil_div(e.m, tile->bm) * ceil_div(e.n, tile->bn);
-  const Status fill = pass_ == GemmPass::bwd_filter
-                          ? split_not_too_few(tiles, split, k_tiles(pass_, l, *tile), dev)
-                          : split_not_too_many(tiles, split, dev);
+  // forward and backward-data split only while it adds occupancy. Waves fill the SMs by their rule.
+  const Status fill = c.contains("waves")             ? Status::yes()
+                      : pass_ == GemmPass::bwd_filter ? split_not_too_few(tiles, split, k_tiles(pass_, l, *tile), dev)
+                                                      : split_not_too_many(tiles, split, dev);
   if (!fill.ok) return fill;
   if (double(e.m) + tile->bm > kInt32Limit || double(e.n) + tile->bn > kInt32Limit ||
       double(split) * double(e.m) * double(e.n) > kInt32Limit)

@@ -39,6 +39,16 @@ GemmExtent gemm_extent(GemmPass pass, const LayerShape& l);
 Status split_not_too_few(int64_t tiles, int split, int64_t k_tiles, const DeviceInfo& dev);
 Status split_not_too_many(int64_t tiles, int split, const DeviceInfo& dev);
 
+// Backward-filter's split count as a rule, so that one config fits every shape: the `waves` tunable asks for
+// the most splits whose tiles x splits CTAs fill the SMs `waves` times over, at least 1 and at most the
+// k-tiles (each split needs one). With the SM count unknown (CPU compile tests) it is `waves` itself.
+int splits_for_waves(int waves, int64_t tiles, int64_t k_tiles, const DeviceInfo& dev);
+// A config whose "splits" is still to come from its "waves" (an integer of at least 1: other values are
+// left for can_implement to refuse, and a config that names its splits keeps them).
+bool derives_splits(const Config& c);
+// The waves rule's refusals: a waves value under 1, or waves beside splits that it does not give.
+Status waves_allowed(const Config& c, int64_t tiles, int64_t k_tiles, const DeviceInfo& dev);
+
 // A named CTA tile: BM x BN x BK, computed by SIMT threads of TM x TN outputs or by warps of mma tiles.
 struct GemmTile {
   std::string name;  // "128x64x8"
@@ -56,6 +66,7 @@ class ImplicitGemmVariant : public JitLayerVariant {
   explicit ImplicitGemmVariant(GemmPass pass) : pass_(pass) {}
   std::string summary() const override;
   ParamSpace space(const Problem& p, const DeviceInfo& dev) const override;
+  Config resolve(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
   Cost cost(const Problem& p, const Config& c) const override;
   Tolerance tolerance(const Problem& p, const Config& c) const override;
   int complexity() const override { return 4; }

@@ -99,25 +99,31 @@ Status JitLayerVariant::can_implement(const Problem& p, const Config& c, const D
   if (p.family != family()) return Status::no("not a " + family() + " problem");
   if (Status m = math_allowed(p, config_math(c)); !m) return m;
   const LayerShape l(p);
-  if (Status k = constraints(l, c, dev); !k) return k;
-  for (const LayerLaunch& launch : launches(l, c))
+  const Config resolved = resolve(p, c, dev);
+  if (Status k = constraints(l, resolved, dev); !k) return k;
+  for (const LayerLaunch& launch : launches(l, resolved))
     if (Status f = launch_fits(launch, dev); !f) return f;
   return Status::yes();
 }
 
+// A config not yet resolved (CPU compile tests) is resolved as on a device of unknown size.
 std::vector<JitProgram> JitLayerVariant::programs(const Problem& p, const Config& c) const {
   const LayerShape l(p);
   JitProgram program{source(), layer_defines(l)};
-  for (std::string& d : defines(l, p, c)) program.options.push_back(std::move(d));
+  for (std::string& d : defines(l, p, resolve(p, c, DeviceInfo{}))) program.options.push_back(std::move(d));
   return {program};
 }
 
-std::unique_ptr<Plan> JitLayerVariant::prepare(const Problem& p, const Config& c, const DeviceInfo&,
+std::unique_ptr<Plan> JitLayerVariant::prepare(const Problem& p, const Config& c, const DeviceInfo& dev,
                                                JitCache& jit) const {
   const LayerShape l(p);
-  auto plan = std::make_unique<JitLayerPlan>(jit.module(programs(p, c).front()), launches(l, c), workspace_bytes(l, c),
-                                             operand_alignments(l));
-  plan->set_details({{"math", config_math(c)}, {"deterministic", true}});
+  const Config resolved = resolve(p, c, dev);
+  auto plan = std::make_unique<JitLayerPlan>(jit.module(programs(p, resolved).front()), launches(l, resolved),
+                                             workspace_bytes(l, resolved), operand_alignments(l));
+  json details = {{"math", config_math(c)}, {"deterministic", true}};
+  for (const auto& [name, value] : resolved.items())  // what the config's rules gave here (a split count)
+    if (!c.contains(name)) details[name] = value;
+  plan->set_details(std::move(details));
   return plan;
 }
 

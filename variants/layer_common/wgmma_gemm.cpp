@@ -1,7 +1,6 @@
 #include "variants/layer_common/wgmma_gemm.h"
 
 #include <algorithm>
-#include <set>
 
 #include "variants/layer_common/layer_epilogue.h"
 #include "variants/layer_fwd/layer_fwd.h"
@@ -64,19 +63,22 @@ std::string WgmmaGemmVariant::summary() const {
          ", the filter pre-split into tf32 tiles by bulk copy; 3xTF32 (fp32 accuracy) or TF32";
 }
 
-// Backward-filter's split counts: powers of two, and for each tile grid the most splits whose CTAs fill the
-// SMs once or twice over: a count just past a full wave leaves its last wave nearly empty (H100, C128 at 18
-// tiles: splits 7 in 0.102 ms, 8 in 0.156).
-std::vector<json> WgmmaGemmVariant::split_values(const Problem& p, const DeviceInfo& dev) const {
-  std::set<int> values = {1, 2, 4, 8, 16, 32, 64, 128};
-  const GemmExtent e = wgmma_extent(pass_, LayerShape(p));
-  for (int wgs : {1, 2})
-    for (int bn : {64, 128}) {
-      const int64_t tiles = ceil_div(e.m, rows_of(wgs)) * ceil_div(e.n, bn);
-      for (int64_t waves : {1, 2})
-        if (dev.sms > 0 && waves * dev.sms >= tiles) values.insert(int(std::min<int64_t>(128, waves * dev.sms / tiles)));
-    }
-  return std::vector<json>(values.begin(), values.end());
+int64_t WgmmaGemmVariant::tiles(const LayerShape& l, const Config& c) const {
+  const GemmExtent e = wgmma_extent(pass_, l);
+  return ceil_div(e.m, tile_m(c)) * ceil_div(e.n, tile_n(c));
+}
+
+// Backward-filter's splits from waves: a count just past a full wave leaves its last wave nearly empty (H100,
+// C128 at 18 tiles: splits 7 in 0.102 ms, 8 in 0.156), and every winner of the H100 networks run was the most
+// splits that fill the SMs once or twice.
+Config WgmmaGemmVariant::resolve(const Problem& p, const Config& c, const DeviceInfo& dev) const {
+  if (pass_ != GemmPass::bwd_filter || !derives_splits(c)) return c;
+  for (const char* name : {"warpgroups", "tile_n"})
+    if (!c.contains(name) || !c.at(name).is_number_integer() || c.at(name).get<int>() < 1) return c;
+  const LayerShape l(p);
+  Config out = c;
+  out["splits"] = splits_for_waves(cfg_int(c, "waves"), tiles(l, c), ceil_div(wgmma_extent(pass_, l).t, kTileK), dev);
+  return out;
 }
 
 ParamSpace WgmmaGemmVariant::space(const Problem& p, const DeviceInfo& dev) const {
@@ -91,9 +93,11 @@ ParamSpace WgmmaGemmVariant::space(const Problem& p, const DeviceInfo& dev) cons
            int_values({64, 128}))
       .add("stages", "shared-memory pipeline depth (A by cp.async, B by bulk copy)", int_values({2, 3, 4}));
   if (pass_ == GemmPass::bwd_filter)
-    s.add("splits", "CTAs sharing the n*P*Q sum of each tile, added in order by a third kernel (powers of two, "
-                    "and the counts that fill the SMs once or twice for each tile grid)",
-          split_values(p, dev));
+    s.add("waves", "the n*P*Q sum of each tile split over the most CTAs, added in order by a third kernel, that "
+                   "fill the SMs this many times over (the split count follows each shape's tile grid)",
+          int_values({1, 2, 4}))
+        .alternative("splits", "CTAs sharing the sum, as a count (the tunable before waves; older tables' configs)",
+                     "waves");
   return s;
 }
 
@@ -109,6 +113,7 @@ Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const
   if (tile_n(c) == 128 && wgs == 4) return Status::no("tile_n 128 needs warpgroups 1 or 2 (registers)");
   if (stages < 2 || stages > 4) return Status::no("stages must be 2, 3 or 4");
   if (pass_ == GemmPass::bwd_filter && !specialized()) return Status::no("backward-filter needs the specialized kernel");
+  if (const Status split = split_rules(l, c, dev); !split) return split;
   const GemmExtent e = wgmma_extent(pass_, l);
   // The kernel indexes the GEMM rows and the split filter (in floats) with int.
   if (double(e.m) + tile_m(c) > kInt32Limit || double(split_b_bytes(l, c)) / 4 > kInt32Limit)
@@ -117,22 +122,27 @@ Status WgmmaGemmVariant::constraints(const LayerShape& l, const Config& c, const
     return Status::no("workspace (the split " + std::string(pass_ == GemmPass::bwd_filter ? "dy" : "filter") +
                       (splits(c) > 1 ? " and the partial sums" : "") + ") " +
                       std::to_string(int64_t(double(workspace_bytes(l, c)) / double(1 << 20))) + " MiB over the bound");
-  return split_rules(l, c, dev);
+  return Status::yes();
 }
 
-// Backward-filter's splits: each must get a k-tile (split z takes k-tiles [z*kt/S, (z+1)*kt/S)), and the
-// count neither too few nor too many for the SMs (split_not_too_few, split_not_too_many).
+// Backward-filter's splits: each must get a k-tile (split z takes k-tiles [z*kt/S, (z+1)*kt/S)), and a count
+// named in the config neither too few nor too many for the SMs (split_not_too_few, split_not_too_many); the
+// waves rule fills them by itself.
 Status WgmmaGemmVariant::split_rules(const LayerShape& l, const Config& c, const DeviceInfo& dev) const {
-  if (pass_ != GemmPass::bwd_filter) return Status::yes();
-  const int split = splits(c);
+  if (pass_ != GemmPass::bwd_filter)
+    return c.contains("waves") ? Status::no("waves is backward-filter's rule; this pass does not split its sum")
+                               : Status::yes();
   const GemmExtent e = wgmma_extent(pass_, l);
   const int64_t k_tiles = ceil_div(e.t, kTileK);
+  if (const Status w = waves_allowed(c, tiles(l, c), k_tiles, dev); !w) return w;
+  if (!c.contains("splits")) return Status::no("needs waves (a rule) or splits (a count)");
+  const int split = splits(c);
   if (split < 1 || split > k_tiles)
     return Status::no("splits " + std::to_string(split) + " > the " + std::to_string(k_tiles) +
                       " k-tiles of 32 in the n*P*Q sum");
-  const int64_t tiles = ceil_div(e.m, tile_m(c)) * ceil_div(e.n, tile_n(c));
-  const Status few = split_not_too_few(tiles, split, k_tiles, dev);
-  return few.ok ? split_not_too_many(tiles, split, dev) : few;
+  if (c.contains("waves")) return Status::yes();  // the rule fills the SMs
+  const Status few = split_not_too_few(tiles(l, c), split, k_tiles, dev);
+  return few.ok ? split_not_too_many(tiles(l, c), split, dev) : few;
 }
 
 Cost WgmmaGemmVariant::cost(const Problem& prob, const Config& c) const {

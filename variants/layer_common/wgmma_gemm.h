@@ -19,6 +19,7 @@ class WgmmaGemmVariant : public JitLayerVariant {
   WgmmaGemmVariant(GemmPass pass, Schedule schedule) : pass_(pass), schedule_(schedule) {}
   std::string summary() const override;
   ParamSpace space(const Problem& p, const DeviceInfo& dev) const override;
+  Config resolve(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
   Cost cost(const Problem& p, const Config& c) const override;
   Tolerance tolerance(const Problem& p, const Config& c) const override;
   int complexity() const override { return 5; }
@@ -36,7 +37,7 @@ class WgmmaGemmVariant : public JitLayerVariant {
  private:
   bool specialized() const { return schedule_ == Schedule::specialized; }
   int threads(const Config& c) const;
-  std::vector<json> split_values(const Problem& p, const DeviceInfo& dev) const;  // backward-filter's space
+  int64_t tiles(const LayerShape& l, const Config& c) const;  // the GEMM's CTA tiles (one split each)
   int splits(const Config& c) const;  // backward-filter's split of the n*P*Q sum; 1 for the other passes
   size_t split_b_bytes(const LayerShape& l, const Config& c) const;  // the B operand split into tf32 tiles
   Status split_rules(const LayerShape& l, const Config& c, const DeviceInfo& dev) const;
