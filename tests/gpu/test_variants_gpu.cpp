@@ -81,7 +81,7 @@ TEST(GpuVariants, EveryVariantIsCorrectOnAwkwardShapes) {
       for (const auto& c : configs) {
         if (!v->can_implement(p, c, dev)) continue;
         cases.push_back({v, p, c});
-        for (auto& prog : v->programs(p, c)) programs.push_back(prog);
+        for (auto& prog : v->programs(p, v->resolve(p, c, dev))) programs.push_back(prog);
         if (++taken == 6) break;
       }
     }
