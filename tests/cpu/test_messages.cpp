@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "harness/dispatch.h"
+#include "harness/dispatch_table.h"
 #include "harness/error.h"
 #include "harness/fleet.h"
 #include "harness/json_file.h"
@@ -658,6 +661,162 @@ TEST(StrategyMessages, BudgetsAreAQuarterRoundedUpOrTheGivenCountCappedAtTheSpac
   EXPECT_EQ(budget("exhaustive", 20, 3), 3u);
   EXPECT_EQ(budget("exhaustive", 20, 21), 20u);
   EXPECT_EQ(budget("exhaustive", 0, 0), 0u);
+}
+
+// ---- dispatch_table.cpp: a table read by the runtime's rules --------------------------------------------------
+
+// The InputError of reading `t` as a dispatch table, or "" when it is read.
+std::string table_error(const json& t) {
+  try {
+    DispatchTable table(t);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+json one_entry_table(const json& entry) {
+  return {{"device", {{"name", "GPU X"}}}, {"entries", json::array({entry})}};
+}
+
+const json kEntry = {{"family", "conv2d"}, {"problem_key", "conv2d/h=8,r=1,w=8"}, {"problem", {{"h", 8}, {"w", 8}, {"r", 1}}},
+                     {"variant", "conv2d.naive"}, {"config", {{"block_x", 32}, {"block_y", 4}}}};
+
+TEST(DispatchTableMessages, ATableAndItsEntriesAreCheckedNamingTheTableAndTheEntry) {
+  EXPECT_EQ(table_error(json::array()), "dispatch table: not a JSON object");
+  EXPECT_EQ(table_error({{"fleet", true}}), "dispatch table: a fleet table needs a non-empty \"tables\" array");
+  EXPECT_EQ(table_error({{"fleet", true}, {"tables", json::array()}}),
+            "dispatch table: a fleet table needs a non-empty \"tables\" array");
+  EXPECT_EQ(table_error({{"fleet", true}, {"tables", {{{"entries", 3}}}}}), "dispatch table: no \"entries\" array");
+  EXPECT_EQ(table_error({{"device", {{"name", "GPU X"}}}}), "dispatch table of GPU X: no \"entries\" array");
+  EXPECT_EQ(table_error(one_entry_table(kEntry)), "");
+  json e = kEntry;
+  e["problem"].erase("w");
+  EXPECT_EQ(table_error(one_entry_table(e)), "dispatch table of GPU X: entry conv2d/h=8,r=1,w=8: problem lacks dim 'w'");
+  e = kEntry;
+  e["problem"]["b"] = "two";  // b has a default: a value that is not an integer is read as the default
+  EXPECT_EQ(table_error(one_entry_table(e)), "");
+  e = kEntry;
+  e.erase("problem_key");
+  e.erase("variant");
+  EXPECT_EQ(table_error(one_entry_table(e)), "dispatch table of GPU X: entry ?: no \"variant\" name");
+  e = kEntry;
+  e["config"] = json::object();
+  for (int i = 0; i < 12; ++i) e["config"]["t" + std::to_string(i)] = i;
+  EXPECT_EQ(table_error(one_entry_table(e)), "");  // 12 tunables: the rules' limit
+  e["config"]["t12"] = 12;
+  EXPECT_EQ(table_error(one_entry_table(e)), "dispatch table of GPU X: entry conv2d/h=8,r=1,w=8: config must be an object of "
+                                             "at most 12 tunables");
+  e["config"] = "block_x=32";
+  EXPECT_EQ(table_error(one_entry_table(e)), "dispatch table of GPU X: entry conv2d/h=8,r=1,w=8: config must be an object of "
+                                             "at most 12 tunables");
+  e["config"] = {{"block_x", 32.5}};
+  EXPECT_EQ(table_error(one_entry_table(e)),
+            "dispatch table of GPU X: entry conv2d/h=8,r=1,w=8: tunable block_x is neither an integer nor a string");
+  e["config"] = {{"block_x", true}, {"order", "input_rows"}};  // a flag reads as 0 or 1
+  EXPECT_EQ(table_error(one_entry_table(e)), "");
+  json with_default = one_entry_table(kEntry);
+  with_default["fallback"] = {{"defaults", {{"conv2d", {{"config", json::object()}}}}}};
+  EXPECT_EQ(table_error(with_default), "dispatch table of GPU X: default of conv2d: no \"variant\" name");
+}
+
+// The shipped fleet's H100 table, whose conv2d model is harmed one way at a time: each refusal names the table,
+// the family's model and what is wrong, whole.
+TEST(DispatchTableMessages, ACorruptModelIsRefusedWhole) {
+  const json good = read_json(fs::path(CONVTUNE_SOURCE_DIR) / "results/fleet-h100-h200/dispatch.json")["tables"][0];
+  const int features = good["model"]["families"]["conv2d"]["feature_count"].get<int>();
+  auto refusal = [&](const std::function<void(json&)>& harm) {
+    json t = good;
+    harm(t["model"]["families"]["conv2d"]);
+    return table_error(t);
+  };
+  const std::string where = "dispatch table of NVIDIA H100 80GB HBM3: model of conv2d: ";
+  EXPECT_EQ(refusal([](json&) {}), "");
+  EXPECT_EQ(refusal([](json& m) { m["feature_count"] = 3; }),
+            where + "made for 3 features, the family's dims and its tunables give " + std::to_string(features) +
+                " (a model of another convtune or another family?)");
+  EXPECT_EQ(refusal([](json& m) { m["trees"][0]["yes"][0] = 0; }), where + "a tree whose links meet or loop");
+  EXPECT_EQ(refusal([](json& m) { m["trees"][0]["no"][0] = 100000; }), where + "a tree link out of the tree");
+  EXPECT_EQ(refusal([](json& m) { m["trees"][0]["yes"][0] = -1; }), where + "a tree link out of the tree");
+  EXPECT_EQ(refusal([](json& m) { m["trees"][0]["value"].erase(0); }), where + "tree arrays differ in length");
+  EXPECT_EQ(refusal([&](json& m) { m["trees"][0]["feature"][0] = features; }),
+            where + "a split on feature " + std::to_string(features) + " of " + std::to_string(features));
+  EXPECT_EQ(refusal([&](json& m) { m["trees"][0]["feature"][0] = features - 1; }), "");
+  EXPECT_EQ(refusal([](json& m) { m["numeric"] = 5; }), where + "no \"numeric\" array");
+  EXPECT_EQ(refusal([](json& m) { m["variants"][0] = 5; }), where + "\"variants\" must hold names");
+  auto first_leaf = [](const json& tree) {
+    size_t i = 0;
+    while (tree["feature"][i].get<int>() >= 0) ++i;
+    return i;
+  };
+  EXPECT_EQ(refusal([&](json& m) { m["trees"][0]["yes"][first_leaf(m["trees"][0])] = 0; }),
+            where + "a leaf with links (a leaf's yes and no are -1)");
+  const std::string malformed = refusal([](json& m) { m.erase("base"); });
+  EXPECT_EQ(malformed.rfind(where + "malformed (", 0), 0u) << malformed;
+  EXPECT_EQ(refusal([](json& m) {
+              while (m["candidates"].size() < 256) m["candidates"].push_back(m["candidates"][0]);
+            }),
+            "");
+  EXPECT_EQ(refusal([](json& m) {
+              while (m["candidates"].size() < 257) m["candidates"].push_back(m["candidates"][0]);
+            }),
+            where + "257 candidates; allowed: at most 256");
+}
+
+// ---- dispatch.cpp: export and lookup -------------------------------------------------------------------------
+
+TEST(DispatchMessages, AnExportWithoutOkRecordsCountsWhatItHad) {
+  const json summary = {{"device", {{"name", "GPU X"}}}};
+  auto record = [](const char* candidate, const char* status) {
+    return json{{"problem_key", "conv2d/h=8,r=1,w=8"}, {"candidate", candidate}, {"status", status}};
+  };
+  EXPECT_EQ(test::input_error([&] {
+              make_dispatch(summary, {record("a", "wrong_result"), record("b", "skipped"), record("c", "wrong_result")});
+            }),
+            "no ok records to export (skipped 1, wrong_result 2): every candidate failed or was skipped");
+  EXPECT_EQ(test::input_error([&] { make_dispatch(summary, {}); }),
+            "no ok records to export (no records): every candidate failed or was skipped");
+}
+
+TEST(DispatchMessages, ALookupWithoutACandidateSaysWhatTheTableCovers) {
+  const Problem p = Problem::from_json({{"family", "conv1d"}, {"n", 10}, {"m", 3}}, "p");
+  const DispatchTable conv2d_only(one_entry_table(kEntry));
+  EXPECT_EQ(test::input_error([&] { lookup(conv2d_only.pick("GPU X", "9.0"), p); }),
+            "the dispatch table has no candidate for conv1d/m=3,mode=1,n=10 (it covers: conv2d)");
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  EXPECT_EQ(test::input_error([&] { lookup(conv2d_only.pick("GPU X", "9.0"), p, &dev); }),
+            "the dispatch table has no candidate for conv1d/m=3,mode=1,n=10 that can run on offline sm_90 (H100 limits) "
+            "(it covers: conv2d)");
+  const DispatchTable empty(json{{"entries", json::array()}});
+  EXPECT_EQ(test::input_error([&] { lookup(empty.pick("GPU X", "9.0"), p); }),
+            "the dispatch table has no candidate for conv1d/m=3,mode=1,n=10 (it covers: nothing)");
+}
+
+TEST(DispatchMessages, RepeatsAndTrainingRunsMustBeOtherRunsOfTheSameModel) {
+  const fs::path root = test::fresh_temp_dir("msg-repeats");
+  EXPECT_EQ(test::input_error([&] { read_run(root / "none"); }), (root / "none").string() + ": not a run folder (no such directory)");
+  fs::create_directories(root / "a");
+  fs::create_directories(root / "b");
+  const RunTable run{root / "a", {{"device", {{"name", "GPU X"}}}}, {}, {}};
+  const RunTable same_model{root / "b", {{"device", {{"name", "GPU X"}}}}, {}, {}};
+  const RunTable other_model{root / "b", {{"device", {{"name", "GPU Y"}}}}, {}, {}};
+  const RunTable unnamed{root / "a", {{"device", json::object()}}, {}, {}};
+  const std::string a = (root / "a").string(), b = (root / "b").string();
+  EXPECT_EQ(test::input_error([&] { dispatch_over_repeats(unnamed, {same_model}); }),
+            "export --repeat: " + a + "/summary.json has no device.name, so its repeats cannot be checked to be of its GPU model");
+  EXPECT_EQ(test::input_error([&] { dispatch_over_repeats(run, {run}); }),
+            "export --repeat " + a + ": the run itself; allowed: other runs of its GPU model");
+  EXPECT_EQ(test::input_error([&] { dispatch_over_repeats(run, {same_model, same_model}); }),
+            "export --repeat " + b + ": given twice; allowed: each repeat once");
+  EXPECT_EQ(test::input_error([&] { dispatch_over_repeats(run, {other_model}); }),
+            "export --repeat " + b + ": device.name is 'GPU Y'; allowed: 'GPU X', the GPU model of " + a);
+  // --train: a run of another model than every exported run's is named with the models it could join.
+  write_json_atomically(root / "b" / "summary.json", {{"device", {{"name", "GPU Y"}}}});
+  std::ofstream(root / "b" / "records.jsonl") << "";
+  std::vector<RunTable> runs = {run, RunTable{root / "a", {{"device", {{"name", "GPU Z"}}}}, {}, {}}};
+  EXPECT_EQ(test::input_error([&] { attach_training(runs, {root / "b"}); }),
+            "export --train " + b + ": device.name is 'GPU Y'; allowed: the GPU models of the runs exported, 'GPU X', 'GPU Z'");
+  fs::remove_all(root);
 }
 
 }  // namespace

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "harness/family.h"
+#include "harness/perf_model.h"
 #include "harness/variant.h"
 #include "test_support.h"
 #include "variants/conv1d_parts/parts_common.h"
@@ -115,6 +117,65 @@ TEST(FamilyDims, EachFamilysDimensionsRangesAndDefaults) {
   EXPECT_EQ(dims_text("layer_bwd_filter"), shape + ", precision 0..1 =0");
   EXPECT_EQ(dims_text("layer_pool"), "n 1..65536, c 1..65536, h 1..65536, w 1..65536, r 1..64, s 1..64, pad_h 0..63 =0, "
                                      "pad_w 0..63 =0, u 1..64, v 1..64, op 0..2 =0");
+}
+
+std::string operands_text(const Problem& p) {
+  std::string out;
+  for (const Operand& o : p.operands()) out += (out.empty() ? "" : ", ") + o.name + " " + std::to_string(o.elements);
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : " ") + n;
+  return out;
+}
+
+// Each family's operands in order (inputs, then the output), its direct flop count (2 per input-tap pair;
+// pooling 1 per window element) and the dims a dispatch entry must match, on shapes worked by hand.
+TEST(FamilyDims, OperandsFlopsAndConstraintDimsOfEachFamily) {
+  auto validated = [](Problem p) {
+    validate(p, "p");
+    return p;
+  };
+  const Problem c2 = validated({"conv2d", {{"h", 3}, {"w", 5}, {"r", 1}, {"b", 2}}});
+  EXPECT_EQ(operands_text(c2), "image 30, filter 9, output 30");
+  EXPECT_DOUBLE_EQ(c2.direct_flops(), 2.0 * 9 * 30);
+  const Problem sep = validated({"conv2d_separable", {{"h", 3}, {"w", 5}, {"r", 2}}});
+  EXPECT_EQ(operands_text(sep), "image 15, column_filter 5, row_filter 5, output 15");
+  EXPECT_DOUBLE_EQ(sep.direct_flops(), 2.0 * 2 * 5 * 15);
+  EXPECT_EQ(operands_text(validated({"conv1d", {{"n", 10}, {"m", 3}, {"mode", 0}}})), "signal 10, filter 3, output 8");
+  EXPECT_EQ(operands_text(validated({"conv1d", {{"n", 10}, {"m", 3}, {"mode", 1}}})), "signal 10, filter 3, output 12");
+  EXPECT_EQ(operands_text(validated({"conv1d_parts", {{"n", 5}, {"m", 3}, {"start", 1}, {"end", 5}}})), "a 5, b 3, output 4");
+  // The layers: n 2, c 3, 8 x 9, k 5, 3 x 2 filter, pad 1 / 0, stride 2 / 1: P 4, Q 8.
+  const std::map<std::string, int64_t> shape = {{"n", 2}, {"c", 3}, {"h", 8},     {"w", 9},     {"k", 5},
+                                                {"r", 3}, {"s", 2}, {"pad_h", 1}, {"pad_w", 0}, {"u", 2}, {"v", 1}};
+  const Problem fwd = validated({"layer_fwd", shape});
+  EXPECT_EQ(operands_text(fwd), "x 432, filter 90, y 320");
+  Problem biased = fwd;
+  biased.dims["bias"] = 1;
+  EXPECT_EQ(operands_text(biased), "x 432, filter 90, bias 5, y 320");
+  EXPECT_DOUBLE_EQ(fwd.direct_flops(), 2.0 * 320 * 18);
+  EXPECT_EQ(operands_text(validated({"layer_bwd_data", shape})), "dy 320, filter 90, dx 432");
+  EXPECT_EQ(operands_text(validated({"layer_bwd_filter", shape})), "x 432, dy 320, dw 90");
+  EXPECT_DOUBLE_EQ(validated({"layer_bwd_filter", shape}).direct_flops(), 2.0 * 320 * 18);
+  std::map<std::string, int64_t> window = shape;
+  window.erase("k");
+  const Problem pool = validated({"layer_pool", window});
+  EXPECT_EQ(operands_text(pool), "x 432, y 192");
+  EXPECT_DOUBLE_EQ(pool.direct_flops(), 192.0 * 6);
+
+  EXPECT_EQ(joined(find_family("conv2d").constraint_dims()), "r");
+  EXPECT_EQ(joined(find_family("conv2d_separable").constraint_dims()), "r");
+  EXPECT_EQ(joined(find_family("conv1d").constraint_dims()), "m mode");
+  EXPECT_EQ(joined(find_family("conv1d_parts").constraint_dims()), "");
+  EXPECT_EQ(joined(find_family("layer_fwd").constraint_dims()), "r s u v pad_h pad_w bias relu precision");
+  EXPECT_EQ(joined(find_family("layer_bwd_data").constraint_dims()), "r s u v pad_h pad_w precision");
+  EXPECT_EQ(joined(find_family("layer_bwd_filter").constraint_dims()), "r s u v pad_h pad_w precision");
+  EXPECT_EQ(joined(find_family("layer_pool").constraint_dims()), "r s u v pad_h pad_w op");
+  for (const char* f : {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"}) EXPECT_EQ(joined(find_family(f).required_dims()), "precision");
+  for (const char* f : {"conv2d", "conv2d_separable", "conv1d", "conv1d_parts", "layer_pool"})
+    EXPECT_EQ(joined(find_family(f).required_dims()), "") << f;
 }
 
 // ---- conv1d_parts' block lengths (parts_common.cpp) ---------------------------------------------------------
@@ -313,6 +374,22 @@ TEST(CostsByHand, Conv1dWindowAndOverlapAddOnAPartialLastBlock) {
   const Cost d = Registry::instance().get("conv1d.direct").cost(p, {{"threads", 256}, {"outputs_per_thread", 2}, {"filter", "global"}});
   EXPECT_DOUBLE_EQ(d.bytes_model, 4.0 * (3 * 544 + 33 + 1032));
   EXPECT_DOUBLE_EQ(d.flops_variant, 2.0 * 1032 * 33);
+}
+
+// perf_model.cpp's floor of a problem on a table's device: the slower of moving its operands at the copy
+// bandwidth and doing its direct flops at the FP32 rate; 3000 GB/s and 60000 GFLOP/s where the table has no
+// (positive) ceilings. conv2d 1024 x 1024 at r = 0: 8388612 bytes, 2097152 flops.
+TEST(CostsByHand, TheModelsFloorIsTheSlowerOfCopyingAndComputing) {
+  const Problem p = test::conv2d(1024, 1024, 0);
+  EXPECT_DOUBLE_EQ(table_floor_ms(json::object(), p), 8388612 / 3e12 * 1e3);
+  EXPECT_DOUBLE_EQ(table_floor_ms(json::array(), p), 8388612 / 3e12 * 1e3);
+  EXPECT_DOUBLE_EQ(table_floor_ms({{"ceilings", 5}}, p), 8388612 / 3e12 * 1e3);
+  EXPECT_DOUBLE_EQ(table_floor_ms({{"ceilings", {{"copy_gbps", 1000}, {"fp32_gflops", 10}}}}, p), 2097152 / 10e9 * 1e3);
+  EXPECT_DOUBLE_EQ(table_floor_ms({{"ceilings", {{"copy_gbps", 1000}, {"fp32_gflops", 1e6}}}}, p), 8388612 / 1e12 * 1e3);
+  EXPECT_DOUBLE_EQ(table_floor_ms({{"ceilings", {{"copy_gbps", 0}, {"fp32_gflops", -1}}}}, p), 8388612 / 3e12 * 1e3);
+  // Compute-bound at the defaults: r = 16 (1089 taps) on 1024 x 1024, 0.038 ms of flops against 0.0028 ms of copying.
+  const Problem wide = test::conv2d(1024, 1024, 16);
+  EXPECT_DOUBLE_EQ(table_floor_ms(json::object(), wide), 2.0 * 1089 * 1048576 / 6e13 * 1e3);
 }
 
 // ---- the layer variants' shared rules (variants/layer_common/layer_variant.cpp, implicit_gemm.cpp) ----------
