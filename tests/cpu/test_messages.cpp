@@ -4,6 +4,8 @@
 // under test. Each limit is tried at the limit (accepted) and one past it (refused).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -30,6 +32,7 @@
 #include "harness/sweep_options.h"
 #include "harness/variant.h"
 #include "test_support.h"
+#include "variants/conv1d_parts/schedule.h"
 
 namespace convtune {
 namespace {
@@ -661,6 +664,59 @@ TEST(StrategyMessages, BudgetsAreAQuarterRoundedUpOrTheGivenCountCappedAtTheSpac
   EXPECT_EQ(budget("exhaustive", 20, 3), 3u);
   EXPECT_EQ(budget("exhaustive", 20, 21), 20u);
   EXPECT_EQ(budget("exhaustive", 0, 0), 0u);
+  // halving screens the most candidates m whose round plus its ceil(m / 4) survivors fit the budget: all 20
+  // and 5 without one; 8 and 2 in 10 (9 and 3 would not fit); with a budget of one, one full measurement.
+  EXPECT_EQ(budget("halving", 20, 0), 25u);
+  EXPECT_EQ(budget("halving", 20, 10), 10u);
+  EXPECT_EQ(budget("halving", 20, 11), 10u);
+  EXPECT_EQ(budget("halving", 20, 12), 12u);
+  EXPECT_EQ(budget("halving", 20, 2), 2u);
+  EXPECT_EQ(budget("halving", 20, 1), 1u);
+  EXPECT_EQ(budget("halving", 20, 100), 25u);
+  EXPECT_EQ(budget("halving", 0, 0), 0u);
+}
+
+// halving screens all four briefly, then measures the best quarter (one) fully; a failed screening never
+// survives; a proposal must be told before the next, and the tell must match it.
+TEST(StrategyMessages, HalvingScreensBrieflyThenMeasuresTheBestQuarterFully) {
+  auto s = make_strategy("halving", candidates(4), {});
+  std::vector<size_t> screened;
+  const std::vector<double> brief = {3.0, 1.0, NAN, 2.0};
+  for (int i = 0; i < 4; ++i) {
+    const auto p = s->next();
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->fidelity, Fidelity::brief);
+    if (i == 0) {
+      try {
+        s->next();
+        ADD_FAILURE() << "a second proposal before the first was told";
+      } catch (const std::logic_error& e) {
+        EXPECT_EQ(std::string(e.what()), "halving: next() called before tell() of the previous proposal");
+      }
+      try {
+        s->tell(Proposal{p->index, Fidelity::full}, 1.0);
+        ADD_FAILURE() << "a tell of another fidelity was taken";
+      } catch (const std::logic_error& e) {
+        EXPECT_EQ(std::string(e.what()), "halving: tell() does not match the pending proposal");
+      }
+    }
+    screened.push_back(p->index);
+    s->tell(*p, brief[p->index]);
+  }
+  std::sort(screened.begin(), screened.end());
+  EXPECT_EQ(screened, (std::vector<size_t>{0, 1, 2, 3}));
+  const auto full = s->next();
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->index, 1u);
+  EXPECT_EQ(full->fidelity, Fidelity::full);
+  s->tell(*full, 1.0);
+  EXPECT_FALSE(s->next());
+  // Every screening failed: nothing to measure fully.
+  auto failed = make_strategy("halving", candidates(4), {});
+  while (const auto p = failed->next()) {
+    ASSERT_EQ(p->fidelity, Fidelity::brief);
+    failed->tell(*p, NAN);
+  }
 }
 
 // ---- dispatch_table.cpp: a table read by the runtime's rules --------------------------------------------------
@@ -817,6 +873,42 @@ TEST(DispatchMessages, RepeatsAndTrainingRunsMustBeOtherRunsOfTheSameModel) {
   EXPECT_EQ(test::input_error([&] { attach_training(runs, {root / "b"}); }),
             "export --train " + b + ": device.name is 'GPU Y'; allowed: the GPU models of the runs exported, 'GPU X', 'GPU Z'");
   fs::remove_all(root);
+}
+
+// ---- conv1d_parts/schedule.cpp: the schedule's arguments --------------------------------------------------
+
+template <class F>
+std::string invalid_argument(F f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(ScheduleMessages, EachRefusalNamesTheArgumentsItRefuses) {
+  auto schedule = [](int64_t n_a, int64_t n_b, int64_t l_a, int64_t l_b, int64_t start, int64_t end) {
+    return invalid_argument([&] { parts::make_parts_schedule(n_a, n_b, l_a, l_b, start, end); });
+  };
+  EXPECT_EQ(schedule(0, 100, 4, 4, 0, 99), "make_parts_schedule: lengths must be >= 1, got n_a=0 n_b=100");
+  EXPECT_EQ(schedule(100, -1, 4, 4, 0, 99), "make_parts_schedule: lengths must be >= 1, got n_a=100 n_b=-1");
+  EXPECT_EQ(schedule(100, 100, 0, 4, 0, 199), "make_parts_schedule: block lengths must be >= 1, got l_a=0 l_b=4");
+  EXPECT_EQ(schedule(100, 100, 4, -4, 0, 199), "make_parts_schedule: block lengths must be >= 1, got l_a=4 l_b=-4");
+  EXPECT_EQ(schedule(100, 100, 4, 6, 0, 199), "make_parts_schedule: one block length must divide the other, got l_a=4 l_b=6");
+  EXPECT_EQ(schedule(100, 100, int64_t(1) << 31, 1, 0, 199),
+            "make_parts_schedule: too many divisions for l_a=2147483648 l_b=1");
+  EXPECT_EQ(schedule(100, 100, 1, 2147483647, 0, 199),
+            "make_parts_schedule: too many divisions for l_a=1 l_b=2147483647");
+  EXPECT_EQ(schedule(100, 100, 4, 4, 5, 5), "make_parts_schedule: slice [5, 5) must be non-empty and inside [0, 199)");
+  EXPECT_EQ(schedule(100, 100, 4, 4, -1, 5), "make_parts_schedule: slice [-1, 5) must be non-empty and inside [0, 199)");
+  EXPECT_EQ(schedule(100, 100, 4, 4, 0, 200), "make_parts_schedule: slice [0, 200) must be non-empty and inside [0, 199)");
+  EXPECT_EQ(schedule(100, 100, 4, 4, 198, 199), "accepted");
+  EXPECT_EQ(schedule(100, 100, 8, 4, 0, 199), "accepted");
+  EXPECT_EQ(schedule(int64_t(1) << 40, 8, 1, 1, 0, 8),
+            "make_parts_schedule: block indices must fit int32 (n_a=1099511627776 l_a=1 n_b=8 l_b=1)");
+  EXPECT_EQ(invalid_argument([] { parts::admissible_block_lengths({4, 0}); }),
+            "admissible_block_lengths: block length 0 < 1");
 }
 
 }  // namespace
