@@ -1,5 +1,6 @@
 """Loads the compiled extension convtune._convtune on first use, so that `import convtune` and the argument
 checks work where it is not built (a checkout, CI): only calls that run something need it."""
+import ctypes
 import importlib
 import importlib.util
 import os
@@ -17,6 +18,17 @@ def ext():
 
 
 def _load():
+    # cuDNN opens parts of itself (and NVRTC) at run time, and they must find the libcudnn.so.9 the extension
+    # links: loaded privately, as Python loads an extension's libraries, the first cuDNN call of first-use
+    # tuning crashed the interpreter unless PyTorch or CuPy had loaded cuDNN globally first.
+    try:
+        ctypes.CDLL("libcudnn.so.9", mode=os.RTLD_GLOBAL)
+    except OSError:
+        pass  # an extension built without cuDNN, or one that finds it otherwise
+    return _import()
+
+
+def _import():
     path = os.environ.get("CONVTUNE_EXTENSION")  # a tree build: build/python/convtune/_convtune*.so
     if path:
         spec = importlib.util.spec_from_file_location("convtune._convtune", path)

@@ -312,3 +312,24 @@ def test_first_use_tuning_is_remembered_by_the_next_process(tmp_path):
     second = subprocess.run([sys.executable, "-c", TUNE_ONCE], cwd=ROOT, env=env, capture_output=True, text=True)
     assert second.returncode == 0, second.stderr
     assert second.stdout.split() == ["cached", "cached"]
+
+
+WITHOUT_FRAMEWORKS = """
+import sys; sys.path.insert(0, 'tests/python')
+import package_support
+from convtune import _dispatch
+entry = _dispatch.convolution('conv2d', {'h': 500, 'w': 701, 'r': 3}, 0, {})
+print(entry.conv.rule, 'torch' in sys.modules, 'cupy' in sys.modules)
+"""
+
+
+# A shape the table never measured prepares first-use tuning's shortlist, library algorithms too (cuDNN, cuFFT); in
+# an interpreter where neither PyTorch nor CuPy had loaded those libraries first, that crashed it (the bench's
+# compile-ahead workers died so).
+def test_first_use_tuning_runs_in_an_interpreter_without_torch_or_cupy(tmp_path):
+    env = dict(os.environ, CONVTUNE_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", WITHOUT_FRAMEWORKS], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    rule, torch_loaded, cupy_loaded = done.stdout.split()
+    assert rule in ("model", "nearest") and (torch_loaded, cupy_loaded) == ("False", "False"), done.stdout
