@@ -312,6 +312,8 @@ std::string problem_error(const json& j) {
     Problem::from_json(j, "p");
   } catch (const InputError& e) {
     return e.what();
+  } catch (const std::exception& e) {
+    return std::string("not an InputError: ") + e.what();
   }
   return "accepted";
 }
@@ -319,6 +321,8 @@ std::string problem_error(const json& j) {
 TEST(ProblemMessages, DimensionsAreNamedWithTheirRangeAndMeaning) {
   EXPECT_EQ(problem_error(3), "p: must be an object with a 'family' and its dimensions");
   EXPECT_EQ(problem_error({{"h", 8}}), "p.family: missing; allowed: " + kFamilies);
+  EXPECT_EQ(problem_error({{"family", 3}, {"h", 8}}), "p.family: missing; allowed: " + kFamilies);
+  EXPECT_EQ(problem_error({{"family", {"conv2d"}}}), "p.family: missing; allowed: " + kFamilies);
   EXPECT_EQ(problem_error({{"family", "conv2d"}, {"h", 8}, {"w", "8"}, {"r", 1}}), "p.w: must be an integer, got \"8\"");
   EXPECT_EQ(problem_error({{"family", "conv2d"}, {"h", 8}, {"w", 8}, {"r", 1}, {"d", 1}}),
             "p.d: unknown dimension for family conv2d; allowed: h, w, r, b");
@@ -447,13 +451,15 @@ TEST(RecordsMessages, AFieldOfTheWrongKindIsNamedWithWhatItMustBe) {
 
 TEST(RecordsMessages, LinesThatAreNotRecordsAreSetAsideWithTheirNumbers) {
   std::vector<std::string> problems;
+  // Each of the three keys missing in turn, and a line that is no object.
   EXPECT_EQ(records_error("aside", {"{" + kRecord + R"(, "time": {"median_ms": 1}})", "", R"({"candidate": "c", "status": "ok"})",
-                                    "[1, 2]", R"({"problem_key": "p", "candidate": "c"})"},
+                                    "[1, 2]", R"({"problem_key": "p", "candidate": "c"})", R"({"problem_key": "p", "status": "ok"})"},
                           &problems),
             "");
   EXPECT_EQ(problems, (std::vector<std::string>{"FILE:3: not a record (needs problem_key, candidate, status)",
                                                 "FILE:4: not a record (needs problem_key, candidate, status)",
-                                                "FILE:5: not a record (needs problem_key, candidate, status)"}));
+                                                "FILE:5: not a record (needs problem_key, candidate, status)",
+                                                "FILE:6: not a record (needs problem_key, candidate, status)"}));
 }
 
 TEST(RecordsMessages, AMissingOrPackedRecordsFileIsNamed) {
