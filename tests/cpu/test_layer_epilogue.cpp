@@ -13,7 +13,6 @@
 
 #include "harness/dispatch_table.h"
 #include "harness/family.h"
-#include "harness/plugin.h"
 #include "harness/spec.h"
 #include "harness/variant.h"
 #include "variants/layer_common/kernels/layer_epilogue.cuh"
@@ -220,9 +219,8 @@ TEST(LayerEpilogue, NewActivationsCompileInEveryKernel) {
   std::vector<JitProgram> programs;
   for (Activation act : {Activation::sigmoid, Activation::tanh}) {
     const Problem p = awkward(true, act);
-    for (const Variant* v : Registry::instance().of_family(kLayerFwd)) {
-      // Our kernels only: a plugin test of this process may have registered a template of its own.
-      if (v->library() || dynamic_cast<const PluginVariant*>(v)) continue;
+    for (const Variant* v : test::built_in_variants(kLayerFwd)) {
+      if (v->library()) continue;
       for (const JitProgram& program : v->programs(p, first_config(*v, p, kEpilogueFused)))
         programs.push_back(program);
     }

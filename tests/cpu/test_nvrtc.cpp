@@ -45,7 +45,7 @@ std::vector<JitProgram> other_family_programs() {
     if (fam->name() == "conv2d" || fam->name() == "conv2d_separable" || fam->name().rfind("layer_", 0) == 0) continue;
     std::vector<Problem> problems = fam->test_problems();
     problems.push_back(fam->example());
-    for (const Variant* v : Registry::instance().of_family(fam->name()))
+    for (const Variant* v : test::built_in_variants(fam->name()))
       for (const Problem& p : problems) {
         size_t i = 0;
         for (const auto& c : v->space(p, set.dev).enumerate())
@@ -61,7 +61,7 @@ std::vector<JitProgram> other_family_programs() {
 std::vector<JitProgram> conv2d_programs() {
   ProgramSet set;
   const DeviceInfo& dev = set.dev;
-  for (const Variant* v : Registry::instance().of_family("conv2d"))
+  for (const Variant* v : test::built_in_variants("conv2d"))
     for (int r = 0; r <= 16; ++r) {
       const Problem p = Problem::from_json({{"family", "conv2d"}, {"h", 1000}, {"w", 999}, {"r", r}});
       const size_t every = r == 3 ? 1 : r == 0 || r == 1 || r == 8 || r == 16 ? 14 : 0;  // 0: the first alone

@@ -94,7 +94,7 @@ std::vector<float> interval_values(const PartsSchedule& s, const std::vector<dou
 TEST(PartsVariants, AreRegisteredWithTheirKinds) {
   for (const char* n : {"conv1d_parts.spectral", "conv1d_parts.spatial", "conv1d_parts.fft"})
     ASSERT_NE(Registry::instance().find(n), nullptr) << n;
-  EXPECT_EQ(Registry::instance().of_family("conv1d_parts").size(), 3u);
+  EXPECT_EQ(test::built_in_variants("conv1d_parts").size(), 3u);
   EXPECT_TRUE(parts_variant("conv1d_parts.fft").library());
   EXPECT_FALSE(parts_variant("conv1d_parts.spectral").library());
   EXPECT_FALSE(parts_variant("conv1d_parts.spatial").library());
@@ -273,7 +273,7 @@ TEST(PartsVariants, SpacesAdaptToTheProblemAndTheExampleRuns) {
   EXPECT_EQ(s.find("l_b")->values, (std::vector<json>{64}));
   // Every point of every space is admissible on the tiny test shapes, where nothing is large.
   for (const Problem& p : {parts_problem(1, 1, 0, 1), parts_problem(5, 3, 0, 7), parts_problem(1000, 1000, 0, 1999)})
-    for (const Variant* v : Registry::instance().of_family("conv1d_parts"))
+    for (const Variant* v : test::built_in_variants("conv1d_parts"))
       for (const Config& c : v->space(p, dev).enumerate()) {
         const Status st = v->can_implement(p, c, dev);
         if (v->name() == "conv1d_parts.spatial" && !st.ok) {
@@ -284,7 +284,7 @@ TEST(PartsVariants, SpacesAdaptToTheProblemAndTheExampleRuns) {
       }
   // The family's example (a 4097-output slice of 2^20 x 2^20) has admissible points for every variant.
   const Problem ex = example_problem("conv1d_parts");
-  for (const Variant* v : Registry::instance().of_family("conv1d_parts")) {
+  for (const Variant* v : test::built_in_variants("conv1d_parts")) {
     int admissible = 0;
     for (const Config& c : v->space(ex, dev).enumerate()) admissible += v->can_implement(ex, c, dev).ok;
     EXPECT_GT(admissible, 0) << v->name();

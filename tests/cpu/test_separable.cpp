@@ -127,7 +127,7 @@ TEST(Separable, EveryKernelCompilesOverItsSpace) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   std::vector<JitProgram> programs;
   std::set<std::string> seen;
-  for (const Variant* v : Registry::instance().of_family("conv2d_separable")) {
+  for (const Variant* v : test::built_in_variants("conv2d_separable")) {
     size_t refused_r3 = 0;  // at r = 3, only tiles too large for shared memory may be refused
     std::vector<std::pair<Problem, Config>> considered;
     std::vector<json> points;  // each config with its radius, for the coverage

@@ -27,8 +27,18 @@
 #include "harness/params.h"
 #include "harness/plugin.h"
 #include "harness/problem.h"
+#include "harness/variant.h"
 
 namespace convtune::test {
+
+// The variants this build registers for a family (every family with ""), without the plugins that a test of the
+// same process may have loaded into the registry (the plugin tests do; ctest runs the suite in shards).
+inline std::vector<const Variant*> built_in_variants(const std::string& family = "") {
+  std::vector<const Variant*> out;
+  for (const Variant* v : family.empty() ? Registry::instance().all() : Registry::instance().of_family(family))
+    if (!dynamic_cast<const PluginVariant*>(v)) out.push_back(v);
+  return out;
+}
 
 // The shipped H100 conv2d run the offline tests read.
 inline const std::filesystem::path kShipped =
