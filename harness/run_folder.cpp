@@ -46,8 +46,8 @@ void open_run_folder(const SweepSpec& spec, const fs::path& folder, const Device
   if (fs::exists(folder / "summary.json")) {
     summary = read_json(folder / "summary.json");
     if (summary.value("device", json::object()).value("name", "") != dev.name)
-      throw InputError("--resume: " + folder.string() + " was recorded on '" + summary["device"].value("name", "?") +
-                       "', this GPU is '" + dev.name + "'");
+      throw InputError("--resume: " + folder.string() + " was recorded on '" +
+                       summary.value("device", json::object()).value("name", "?") + "', this GPU is '" + dev.name + "'");
   }
   if (!summary.is_object() || !summary.contains("ceilings")) {
     Ceilings ceilings;

@@ -584,6 +584,12 @@ TEST(RunMessages, AResumeOnAnotherGpuModelNamesBoth) {
   EXPECT_EQ(test::input_error([&] { open_run_folder(spec, dir, dev, options, {}, log); }),
             "--resume: " + dir.string() + " was recorded on 'NVIDIA A100', this GPU is 'NVIDIA H100 80GB HBM3'");
   EXPECT_EQ(read_json(dir / "summary.json"), (json{{"device", {{"name", "NVIDIA A100"}}}}));  // left as it was
+  // A summary without a device block (hand-made, or cut short) is of no known model: "?".
+  for (const json& summary : {json{{"schema", 1}}, json{{"device", json::object()}}}) {
+    write_json_atomically(dir / "summary.json", summary);
+    EXPECT_EQ(test::input_error([&] { open_run_folder(spec, dir, dev, options, {}, log); }),
+              "--resume: " + dir.string() + " was recorded on '?', this GPU is 'NVIDIA H100 80GB HBM3'");
+  }
   fs::remove_all(dir);
 }
 
