@@ -127,6 +127,7 @@ std::vector<std::string> strings_at(const json& m, const char* key, const std::s
 int append_tree(std::vector<rules::Node>& nodes, const json& tree, int feature_count, const std::string& where) {
   const json& f = tree.at("feature");
   const size_t n = f.size(), first = nodes.size();
+  if (n == 0) throw InputError(where + ": an empty tree");  // the walk below starts at its root
   for (const char* key : {"threshold", "yes", "no", "value"})
     if (!tree.at(key).is_array() || tree[key].size() != n) throw InputError(where + ": tree arrays differ in length");
   for (size_t i = 0; i < n; ++i) {
@@ -212,7 +213,6 @@ rules::Model compile_model(DispatchTable& t, CompiledTable& c, const rules::Fami
     for (const json& tree : m.at("trees")) {
       roots.push_back(int(nodes.size()));
       out.depth = std::max(out.depth, append_tree(nodes, tree, features, where));
-      if (nodes.size() == size_t(roots.back())) throw InputError(where + ": an empty tree");
     }
     out.nodes = nodes.data();
     out.roots = roots.data();

@@ -807,6 +807,10 @@ TEST(DispatchTableMessages, ACorruptModelIsRefusedWhole) {
   EXPECT_EQ(refusal([](json& m) { m["trees"][0]["no"][0] = 100000; }), where + "a tree link out of the tree");
   EXPECT_EQ(refusal([](json& m) { m["trees"][0]["yes"][0] = -1; }), where + "a tree link out of the tree");
   EXPECT_EQ(refusal([](json& m) { m["trees"][0]["value"].erase(0); }), where + "tree arrays differ in length");
+  EXPECT_EQ(refusal([](json& m) {  // crashed the reader (a walk from the root of nothing) until it was refused first
+              for (const char* key : {"feature", "threshold", "yes", "no", "value"}) m["trees"][0][key] = json::array();
+            }),
+            where + "an empty tree");
   EXPECT_EQ(refusal([&](json& m) { m["trees"][0]["feature"][0] = features; }),
             where + "a split on feature " + std::to_string(features) + " of " + std::to_string(features));
   EXPECT_EQ(refusal([&](json& m) { m["trees"][0]["feature"][0] = features - 1; }), "");
