@@ -41,6 +41,7 @@
 #include "harness/shard.h"
 #include "test_support.h"
 #include "variants/conv1d_parts/parts_common.h"
+#include "variants/layer_common/implicit_gemm.h"
 
 namespace convtune {
 namespace {
@@ -634,6 +635,54 @@ TEST(MutantKills, AnAppendWhoseLockFailsSaysSoAndWritesNothing) {
   }
   EXPECT_EQ(fs::file_size(file), 0u);
   fs::remove_all(dir);
+}
+
+// ---- Survivors of the 2026-11-28 sample (seed 17) ---------------------------------------------------------
+
+// The implicit GEMM's launches and workspace, which the runner binds and launches (protected: a probe shows them).
+class GemmProbe : public ImplicitGemmVariant {
+ public:
+  explicit GemmProbe(GemmPass pass) : ImplicitGemmVariant(pass) {}
+  std::string name() const override { return "layer_fwd.gemm_probe_test"; }
+  std::string family() const override { return "layer_fwd"; }
+  using ImplicitGemmVariant::launches;
+  using ImplicitGemmVariant::workspace_bytes;
+};
+
+std::string mk_launch(const LayerLaunch& l) {
+  return l.kernel + " grid " + std::to_string(l.grid.x) + "x" + std::to_string(l.grid.y) + "x" + std::to_string(l.grid.z) +
+         " block " + std::to_string(l.block.x) + " smem " + std::to_string(l.dynamic_smem);
+}
+
+// layer_common/implicit_gemm.cpp:225 (the split reduction's shared memory 0 -> -1) and :231 (the workspace's
+// splits * m * n floats made splits * m - n * 4 bytes). The shape n 2, c 3, 8 x 9, k 5, 3 x 2 filter, pad 1/0,
+// stride 2/1 has P 4, Q 8: forward's GEMM is m = n*P*Q = 64 by k = 5, backward-data's n*h*w = 144 by c = 3.
+// A tile's CTAs cover m x n, one grid.z per split; its ring holds stages * BK * ((BM + 8) + (BN + 8)) floats.
+// With splits > 1 a second kernel of 256 threads adds the partials, one thread an output, from a workspace of
+// splits * m * n floats; unsplit there is neither.
+TEST(MutantKills, ImplicitGemmLaunchesTheSplitReductionOverItsWorkspace) {
+  Problem p{"layer_fwd", {{"n", 2}, {"c", 3}, {"h", 8}, {"w", 9}, {"k", 5}, {"r", 3}, {"s", 2}, {"pad_h", 1}, {"pad_w", 0},
+                          {"u", 2}, {"v", 1}}};
+  validate(p, "p");
+  const LayerShape l(p);
+  const GemmProbe fwd(GemmPass::forward), bwd_data(GemmPass::bwd_data);
+  auto launches = [&](const GemmProbe& v, const Config& c) {
+    std::vector<std::string> out;
+    for (const LayerLaunch& launch : v.launches(l, c)) out.push_back(mk_launch(launch));
+    return out;
+  };
+  const Config simt = {{"math", "fp32"}, {"tile", "64x64x8"}, {"stages", 2}, {"splits", 2}};
+  EXPECT_EQ(launches(fwd, simt), (std::vector<std::string>{"implicit_gemm_kernel grid 1x1x2 block 256 smem 9216",
+                                                           "split_reduce_kernel grid 2x1x1 block 256 smem 0"}));
+  EXPECT_EQ(fwd.workspace_bytes(l, simt), 2u * 64 * 5 * 4);
+  const Config tensor = {{"math", "3xtf32"}, {"tile", "128x64x16"}, {"stages", 3}, {"splits", 4}};
+  EXPECT_EQ(launches(bwd_data, tensor), (std::vector<std::string>{"implicit_gemm_kernel grid 2x1x4 block 128 smem 39936",
+                                                                  "split_reduce_kernel grid 2x1x1 block 256 smem 0"}));
+  EXPECT_EQ(bwd_data.workspace_bytes(l, tensor), 4u * 144 * 3 * 4);
+  Config unsplit = tensor;
+  unsplit["splits"] = 1;
+  EXPECT_EQ(launches(bwd_data, unsplit), std::vector<std::string>{"implicit_gemm_kernel grid 2x1x1 block 128 smem 39936"});
+  EXPECT_EQ(bwd_data.workspace_bytes(l, unsplit), 0u);
 }
 
 }  // namespace convtune
