@@ -197,6 +197,15 @@ TEST(LayerWgmma, PrecisionRulesAndTolerance) {
   }
 }
 
+// The C128 ResNet stage's backward-filter (m = c*r*s = 1152, n = k = 128, 784 k-tiles), and a config of the waves
+// rule on it.
+Problem c128_stage() { return wgmma_shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1}); }
+Config waves_config(int warpgroups, int tile_n, int waves) {
+  Config c = config(kMath3xTf32, warpgroups, 3, tile_n);
+  c["waves"] = waves;
+  return c;
+}
+
 // Backward-filter's split count is a rule, `waves`: the most splits whose tiles x splits CTAs fill the SMs
 // that many times over. The C128 stage (m = c*r*s = 1152, n = 128, 784 k-tiles) has grids of 36 (1 warpgroup,
 // 64 columns), 18 (1, 128 and 2, 64) and 9 tiles (2, 128): on 132 SMs, waves 1 gives 3, 7 and 14 splits,
@@ -204,11 +213,9 @@ TEST(LayerWgmma, PrecisionRulesAndTolerance) {
 TEST(LayerWgmma, BackwardFilterSplitsComeFromWavesOverTheSms) {
   DeviceInfo dev = DeviceInfo::offline_sm90();
   const Variant& v = wgmma_ws("layer_bwd_filter");
-  const Problem c128 = wgmma_shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
+  const Problem c128 = c128_stage();
   auto splits = [&](int warpgroups, int tile_n, int waves, const DeviceInfo& d) {
-    Config c = config(kMath3xTf32, warpgroups, 3, tile_n);
-    c["waves"] = waves;
-    return v.resolve(c128, c, d).at("splits").get<int>();
+    return v.resolve(c128, waves_config(warpgroups, tile_n, waves), d).at("splits").get<int>();
   };
   const int by_hand[3][4] = {{3, 7, 7, 14}, {7, 14, 14, 29}, {14, 29, 29, 58}};  // waves 1, 2, 4
   const int waves[3] = {1, 2, 4};
@@ -224,12 +231,9 @@ TEST(LayerWgmma, BackwardFilterSplitsComeFromWavesOverTheSms) {
   // 5 k-tiles (t = 12*12 = 144): a split needs one, so the rule stops at 5; and a grid that already fills the
   // SMs (C512 7x7: 36 x 4 tiles of 64 x 128) gets 1, not 0.
   const Problem tiny = wgmma_shape("layer_bwd_filter", {1, 5, 12, 12, 6, 1, 1, 0, 0, 1, 1});
-  Config four = config(kMath3xTf32, 1, 3, 64);
-  four["waves"] = 4;
-  EXPECT_EQ(v.resolve(tiny, four, dev).at("splits"), 5);
+  EXPECT_EQ(v.resolve(tiny, waves_config(1, 64, 4), dev).at("splits"), 5);
   const Problem c512 = wgmma_shape("layer_bwd_filter", {32, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1});
-  Config one = config(kMath3xTf32, 1, 3, 128);
-  one["waves"] = 1;
+  const Config one = waves_config(1, 128, 1);
   EXPECT_EQ(v.resolve(c512, one, dev).at("splits"), 1);
   EXPECT_TRUE(v.can_implement(c512, one, dev).ok) << v.can_implement(c512, one, dev).reason;
   // Resolving twice changes nothing, and a config naming its splits keeps them.
@@ -242,7 +246,7 @@ TEST(LayerWgmma, BackwardFilterSplitsComeFromWavesOverTheSms) {
 TEST(LayerWgmma, BackwardFilterSpaceIsTheSameOnEveryShapeAndRunsOnEach) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   const Variant& v = wgmma_ws("layer_bwd_filter");
-  const std::vector<Problem> shapes = {wgmma_shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1}),
+  const std::vector<Problem> shapes = {c128_stage(),
                                        wgmma_shape("layer_bwd_filter", {8, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1}),
                                        wgmma_shape("layer_bwd_filter", {64, 2048, 7, 7, 512, 1, 1, 0, 0, 1, 1}),
                                        wgmma_shape("layer_bwd_filter", {1, 3, 224, 224, 64, 7, 7, 3, 3, 2, 2})};
@@ -260,9 +264,8 @@ TEST(LayerWgmma, BackwardFilterSpaceIsTheSameOnEveryShapeAndRunsOnEach) {
 TEST(LayerWgmma, BackwardFilterWavesRefusals) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   const Variant& v = wgmma_ws("layer_bwd_filter");
-  const Problem c128 = wgmma_shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
-  Config c = config(kMath3xTf32, 1, 3, 128);
-  c["waves"] = 0;
+  const Problem c128 = c128_stage();
+  Config c = waves_config(1, 128, 0);
   EXPECT_EQ(v.can_implement(c128, c, dev).reason, "waves 0; allowed: an integer from 1 to 1024");
   c["waves"] = 1;
   c["splits"] = 8;  // waves 1 gives 7 here
@@ -270,9 +273,7 @@ TEST(LayerWgmma, BackwardFilterWavesRefusals) {
             "splits 8 beside waves 1, which gives splits 7 here; name one of them");
   c["splits"] = 7;
   EXPECT_TRUE(v.can_implement(c128, c, dev).ok);
-  Config forward = config(kMath3xTf32, 1, 3, 128);
-  forward["waves"] = 1;
-  EXPECT_EQ(wgmma_ws("layer_fwd").can_implement(resnet("layer_fwd"), forward, dev).reason,
+  EXPECT_EQ(wgmma_ws("layer_fwd").can_implement(resnet("layer_fwd"), waves_config(1, 128, 1), dev).reason,
             "waves is backward-filter's rule; this pass does not split its sum");
 }
 
@@ -281,9 +282,8 @@ TEST(LayerWgmma, BackwardFilterWavesRefusals) {
 TEST(LayerWgmma, TheRecordsCostIsTheResolvedConfigs) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   const Variant& v = wgmma_ws("layer_bwd_filter");
-  const Problem c128 = wgmma_shape("layer_bwd_filter", {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1});
-  Config c = config(kMath3xTf32, 1, 3, 128);
-  c["waves"] = 1;
+  const Problem c128 = c128_stage();
+  const Config c = waves_config(1, 128, 1);
   const json record = Runner::skeleton(v, c128, c, Ceilings{}, dev);
   Config seven = config(kMath3xTf32, 1, 3, 128);
   seven["splits"] = 7;

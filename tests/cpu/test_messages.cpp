@@ -477,25 +477,6 @@ TEST(RecordsMessages, AMissingOrPackedRecordsFileIsNamed) {
 
 // ---- merge.cpp ---------------------------------------------------------------------------------------------
 
-// The shipped run's records of one problem as two shard folders, as `--shard 0/2` and `--shard 1/2` wrote them.
-std::vector<fs::path> two_shards(const fs::path& root) {
-  json summary = read_json(test::kShipped / "summary.json");
-  summary["spec"]["problems"] = {{{"family", "conv2d"}, {"h", 2048}, {"w", 2048}, {"r", 1}}};
-  const auto records = read_records(test::kShipped / "records.jsonl").records;
-  std::vector<fs::path> out;
-  for (int i = 0; i < 2; ++i) {
-    const fs::path f = root / ("shard" + std::to_string(i));
-    fs::create_directories(f);
-    summary["shard"] = Shard{i, 2}.to_json();
-    write_json_atomically(f / "summary.json", summary);
-    RecordWriter w(f / "records.jsonl");
-    for (const auto& r : records)
-      if (r["problem_key"] == "conv2d/h=2048,r=1,w=2048" && owns({i, 2}, shard_key(r["problem_key"], r["candidate"], false)))
-        w.append(r);
-    out.push_back(f);
-  }
-  return out;
-}
 
 std::string merge_error(const std::vector<fs::path>& runs, const fs::path& out) {
   std::ostringstream log;
@@ -504,7 +485,7 @@ std::string merge_error(const std::vector<fs::path>& runs, const fs::path& out) 
 
 TEST(MergeMessages, ShardsThatDoNotMergeAreNamedWithTheFieldAndWhatMerges) {
   const fs::path root = test::fresh_temp_dir("msg-merge");
-  const auto shards = two_shards(root);
+  const auto shards = test::two_shard_folders(root);
   const std::string s0 = shards[0].string(), s1 = shards[1].string();
   EXPECT_EQ(merge_error({}, root / "out"), "merge: give the run folders of the shards");
   EXPECT_EQ(merge_error({shards[0], root / "none"}, root / "out"),

@@ -92,26 +92,6 @@ std::string mk_read_error(const std::string& tag, const std::vector<std::string>
 const std::string kMkGood =
     R"({"problem_key": "conv2d:h=8,r=1,w=8", "candidate": "conv2d.naive", "status": "ok", "time": {"median_ms": 1.5}})";
 
-// The shipped run cut to one problem (its 72 records; a merge of the whole run takes seconds), split into two
-// shard folders as two `--shard i/2` jobs would have written them.
-std::vector<fs::path> mk_two_shards(const fs::path& root) {
-  json summary = read_json(test::kShipped / "summary.json");
-  summary["spec"]["problems"] = {{{"family", "conv2d"}, {"h", 2048}, {"w", 2048}, {"r", 1}}};
-  const auto records = read_records(test::kShipped / "records.jsonl").records;
-  std::vector<fs::path> out;
-  for (int i = 0; i < 2; ++i) {
-    const fs::path f = root / ("shard" + std::to_string(i));
-    fs::create_directories(f);
-    summary["shard"] = Shard{i, 2}.to_json();
-    write_json_atomically(f / "summary.json", summary);
-    RecordWriter w(f / "records.jsonl");
-    for (const auto& r : records)
-      if (r["problem_key"] == "conv2d/h=2048,r=1,w=2048" && owns({i, 2}, shard_key(r["problem_key"], r["candidate"], false)))
-        w.append(r);
-    out.push_back(f);
-  }
-  return out;
-}
 
 json mk_profile(const std::string& candidate, double dram_bytes) {
   return {{"problem_key", "conv2d:h=8192,r=1,w=8192"}, {"candidate", candidate}, {"status", "ok"},
@@ -418,7 +398,7 @@ TEST(MutantKills, OnlyAnOkRecordNeedsANonNegativeMedian) {
 // shard's Nsight Compute reports under the same relative paths.
 TEST(MutantKills, MergeCarriesProfilesOnlyWhereAShardHasThem) {
   const fs::path root = test::fresh_temp_dir("mk-merge-prof");
-  const auto shards = mk_two_shards(root);
+  const auto shards = test::two_shard_folders(root);
   std::ostringstream log;
   const json none = merge_runs(shards, root / "none", {"convtune", "merge"}, log);
   EXPECT_EQ(none["merge"]["gaps"], 0) << log.str();
@@ -513,7 +493,7 @@ TEST(MutantKills, ARecordsProblemAndConfigMustBeObjects) {
 // merges, beside the field that differs.
 TEST(MutantKills, MergeOfShardsOfTwoDriversSaysWhatMerges) {
   const fs::path root = test::fresh_temp_dir("mk-merge-driver");
-  const auto shards = mk_two_shards(root);
+  const auto shards = test::two_shard_folders(root);
   json summary = read_json(shards[1] / "summary.json");
   summary["device"]["driver_version"] = 1;
   write_json_atomically(shards[1] / "summary.json", summary);

@@ -4,6 +4,8 @@
 #include "harness/params.h"
 #include "harness/problem.h"
 
+#include "tests/cpu/test_support.h"
+
 using namespace convtune;
 
 TEST(Problem, ParsesValidatesAndNamesItself) {
@@ -102,14 +104,7 @@ TEST(Params, AnAlternativeStandsInForItsParameterInOlderConfigs) {
   const Config older = {{"tile", 8}, {"splits", 7}};
   EXPECT_EQ(s.complete_config(older, "cfg"), older);
   EXPECT_EQ(s.complete_config({{"tile", 8}, {"waves", 2}}, "cfg"), json({{"tile", 8}, {"waves", 2}}));
-  auto message = [&](const Config& c) {
-    try {
-      s.complete_config(c, "cfg");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
+  auto message = [&](const Config& c) { return test::input_error([&] { s.complete_config(c, "cfg"); }); };
   EXPECT_EQ(message({{"tile", 8}, {"splits", 7}, {"waves", 1}}),
             "cfg.splits: beside waves, which it stands in for; allowed: one of them");
   EXPECT_EQ(message({{"tile", 8}, {"splits", 0}}), "cfg.splits: 0; allowed: a positive integer (a count)");

@@ -24,9 +24,12 @@
 
 #include "harness/error.h"
 #include "harness/jit.h"
+#include "harness/json_file.h"
 #include "harness/params.h"
 #include "harness/plugin.h"
 #include "harness/problem.h"
+#include "harness/records.h"
+#include "harness/shard.h"
 #include "harness/variant.h"
 
 namespace convtune::test {
@@ -43,6 +46,27 @@ inline std::vector<const Variant*> built_in_variants(const std::string& family =
 // The shipped H100 conv2d run the offline tests read.
 inline const std::filesystem::path kShipped =
     std::filesystem::path(CONVTUNE_SOURCE_DIR) / "results/nvidia-h100-80gb-hbm3/conv2d-register-tiled-20261123-161324";
+
+// The shipped run cut to one problem (its 72 records; a merge of the whole run takes seconds), split into two
+// shard folders under `root` as two `--shard i/2` jobs would have written them.
+inline std::vector<std::filesystem::path> two_shard_folders(const std::filesystem::path& root) {
+  json summary = read_json(kShipped / "summary.json");
+  summary["spec"]["problems"] = {{{"family", "conv2d"}, {"h", 2048}, {"w", 2048}, {"r", 1}}};
+  const auto records = read_records(kShipped / "records.jsonl").records;
+  std::vector<std::filesystem::path> out;
+  for (int i = 0; i < 2; ++i) {
+    const std::filesystem::path f = root / ("shard" + std::to_string(i));
+    std::filesystem::create_directories(f);
+    summary["shard"] = Shard{i, 2}.to_json();
+    write_json_atomically(f / "summary.json", summary);
+    RecordWriter w(f / "records.jsonl");
+    for (const auto& r : records)
+      if (r["problem_key"] == "conv2d/h=2048,r=1,w=2048" && owns({i, 2}, shard_key(r["problem_key"], r["candidate"], false)))
+        w.append(r);
+    out.push_back(f);
+  }
+  return out;
+}
 
 // Uniform values in [-amplitude, amplitude] (the operand's, 1 unless its family says otherwise) for every
 // input operand of p (all but the output), from `seed`.
