@@ -152,6 +152,9 @@ class _TorchKind:
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         self.stream = raw if raw else (lambda device: torch.cuda.current_stream(device).cuda_stream)
         self.pointer = torch.Tensor.data_ptr
+        # An output of a (checked: float32, C-contiguous) input's shape: torch.empty_like(x), 3.3 µs a call on
+        # an H200 host where new_empty takes 4.5 and torch.empty 5.9.
+        self.like = torch.empty_like
         self._prototypes = {}  # torch.device -> an empty float32 tensor there
 
     @staticmethod
@@ -173,6 +176,7 @@ class _TorchKind:
 class _CupyKind:
     name = "cupy"
     pointer = operator.attrgetter("data.ptr")
+    like = None  # cupy.empty_like (4.0 µs on an H200 host) is slower than new() (2.1)
 
     def __init__(self):
         import cupy

@@ -13,7 +13,7 @@ _kind_by_type = {}  # type of a checked array -> its _arrays kind helper
 
 
 class _Ready:
-    __slots__ = ("conv", "kind", "device", "device_handle", "order", "out_shape", "names", "in_bytes",
+    __slots__ = ("conv", "kind", "device", "device_handle", "order", "out_shape", "like", "names", "in_bytes",
                  "out_bytes")
 
 
@@ -21,13 +21,14 @@ def call(tag, extra, args, out):
     """The result of a call seen before (out, or a new array), or MISS."""
     try:
         kind = _kind_by_type[type(args[0])]
-        ready = _dispatch.fast_calls[_key(kind.signature, tag, extra, args, out)]
+        signature = kind.signature
+        ready = _dispatch.fast_calls[tag, extra, tuple(map(signature, args)), None if out is None else signature(out)]
     except Exception:  # unseen shapes or kinds, an unhashable argument...: the checked path decides
         return MISS
     pointer = kind.pointer
     inputs = [pointer(args[i]) for i in ready.order]
     if out is None:
-        out = kind.new(ready.device_handle, ready.out_shape)
+        out = kind.new(ready.device_handle, ready.out_shape) if ready.like is None else kind.like(args[ready.like])
         out_ptr = pointer(out)
     else:
         out_ptr = pointer(out)
@@ -39,7 +40,7 @@ def call(tag, extra, args, out):
     return out
 
 
-def _key(signature, tag, extra, args, out):
+def _key(signature, tag, extra, args, out):  # call() builds the same key inline: a call less per call
     return tag, extra, tuple(map(signature, args)), None if out is None else signature(out)
 
 
@@ -58,6 +59,11 @@ def remember(tag, extra, args, out, checked_call):
     ready.device_handle = kind.device_handle(like.obj)
     ready.order = tuple(_position(args, a.obj) for a in checked_call.inputs)
     ready.out_shape = tuple(checked_call.out_shape)
+    # Where the kind allocates faster after an array (torch.empty_like), the argument of the output's shape.
+    ready.like = None
+    if kind.like is not None:
+        position = next((i for i, a in enumerate(checked_call.inputs) if a.shape == ready.out_shape), None)
+        ready.like = None if position is None else ready.order[position]
     ready.names = tuple(a.name for a in checked_call.inputs)
     ready.in_bytes = tuple(a.nbytes() for a in checked_call.inputs)
     ready.out_bytes = 4

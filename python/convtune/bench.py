@@ -3,7 +3,9 @@
 Each call is timed with CUDA events on the caller's stream: warm-up first, then the median of --samples
 runs. Convolution layers get a row per pass: forward, backward-data and backward-filter, each against
 PyTorch's own (torch.nn.functional.conv2d, torch.nn.grad.conv2d_input, conv2d_weight). Prints a table (ours,
-the best library call, the speed-up) and writes JSON (--json).
+the best library call, the speed-up) and writes JSON (--json). Rows of one image or signal also time a copy
+of it into an array of its size (torch's copy_): the memory traffic no convolution of it can avoid, so that
+"copy/best" bounds the speed-up anyone could have over that library there.
 
 --overhead measures instead what a Python call costs the host over the C++ runtime library running the same
 Convolution: see overhead() below.
@@ -21,13 +23,15 @@ OVERHEAD_GOAL_US = 5.0  # issue 36: a Python call costs at most this over the C+
 
 
 def _cases(torch, cp, quick):
-    """(name, ours, {library: call}) on torch tensors; CuPy reads the same memory through DLPack."""
+    """(name, ours, {library: call}, copy) on torch tensors; CuPy reads the same memory through DLPack. copy:
+    the input copied into an array of its size, for rows whose output is about the input's size (None
+    elsewhere: layers, bound by arithmetic; pooling's output is a quarter; a slice is a few values)."""
     import convtune
     F = torch.nn.functional
     g = torch.Generator(device="cuda").manual_seed(36)
     rand = lambda *s: torch.randn(*s, device="cuda", generator=g)
     cases = []
-    images, batches, taps, layers = _shapes(quick)
+    images, batches, taps, separable, slices, pools, layers = _shapes(quick)
     for size, r in images:
         img, f = rand(size, size), rand(2 * r + 1, 2 * r + 1)
         libs = {"torch conv2d": lambda img=img, f=f: F.conv2d(img[None, None], f[None, None], padding=f.shape[0] // 2)}
@@ -35,7 +39,7 @@ def _cases(torch, cp, quick):
             ci, cf = cp.from_dlpack(img), cp.from_dlpack(f)
             from cupyx.scipy import ndimage
             libs["cupyx.ndimage.correlate"] = lambda ci=ci, cf=cf: ndimage.correlate(ci, cf, mode="constant")
-        cases.append((f"conv2d {size}^2 r={r}", lambda img=img, f=f: convtune.conv2d(img, f), libs))
+        cases.append((f"conv2d {size}^2 r={r}", lambda img=img, f=f: convtune.conv2d(img, f), libs, _copy(torch, img)))
     for b, size, r in batches:
         img, f = rand(b, size, size), rand(2 * r + 1, 2 * r + 1)
         libs = {"torch conv2d": lambda img=img, f=f: F.conv2d(img[:, None], f[None, None], padding=f.shape[0] // 2)}
@@ -43,53 +47,107 @@ def _cases(torch, cp, quick):
             ci, cf = cp.from_dlpack(img), cp.from_dlpack(f)
             from cupyx.scipy import ndimage  # a (1, 2r+1, 2r+1) filter: each image alone
             libs["cupyx.ndimage.correlate"] = lambda ci=ci, cf=cf: ndimage.correlate(ci, cf[None], mode="constant")
-        cases.append((f"conv2d {b} x {size}^2 r={r}", lambda img=img, f=f: convtune.conv2d(img, f), libs))
-    for m in taps:
+        cases.append((f"conv2d {b} x {size}^2 r={r}", lambda img=img, f=f: convtune.conv2d(img, f), libs,
+                      _copy(torch, img)))
+    for m, mode in taps:
         x, h = rand(SIGNAL), rand(m)
-        libs = {"torch conv1d": lambda x=x, h=h: F.conv1d(x[None, None], h.flip(0)[None, None], padding=h.shape[0] - 1)}
+        pad = h.shape[0] - 1 if mode == "full" else 0
+        libs = {"torch conv1d": lambda x=x, h=h, pad=pad: F.conv1d(x[None, None], h.flip(0)[None, None], padding=pad)}
         if cp is not None:
             from cupyx.scipy import signal
             cx, ch = cp.from_dlpack(x), cp.from_dlpack(h)
-            libs["cupyx oaconvolve"] = lambda cx=cx, ch=ch: signal.oaconvolve(cx, ch)
-            libs["cupyx fftconvolve"] = lambda cx=cx, ch=ch: signal.fftconvolve(cx, ch)
-        cases.append((f"conv1d full n=2^24 m={m}", lambda x=x, h=h: convtune.conv1d(x, h), libs))
+            libs["cupyx oaconvolve"] = lambda cx=cx, ch=ch, mode=mode: signal.oaconvolve(cx, ch, mode)
+            libs["cupyx fftconvolve"] = lambda cx=cx, ch=ch, mode=mode: signal.fftconvolve(cx, ch, mode)
+        cases.append((f"conv1d {mode} n=2^{SIGNAL.bit_length() - 1} m={m}",
+                      lambda x=x, h=h, mode=mode: convtune.conv1d(x, h, mode), libs, _copy(torch, x)))
+    for size, r in separable:
+        img, row, col = rand(size, size), rand(2 * r + 1), rand(2 * r + 1)
+        libs = {"torch conv2d x2": lambda img=img, row=row, col=col: F.conv2d(
+            F.conv2d(img[None, None], row[None, None, None], padding=(0, r)), col[None, None, :, None], padding=(r, 0))}
+        if cp is not None:
+            from cupyx.scipy import ndimage
+            ci, crow, ccol = cp.from_dlpack(img), cp.from_dlpack(row), cp.from_dlpack(col)
+            libs["cupyx.ndimage.correlate1d x2"] = lambda ci=ci, crow=crow, ccol=ccol: ndimage.correlate1d(
+                ndimage.correlate1d(ci, crow, axis=1, mode="constant"), ccol, axis=0, mode="constant")
+        cases.append((f"sep_conv2d {size}^2 r={r}", lambda img=img, row=row, col=col: convtune.sep_conv2d(img, row, col),
+                      libs, _copy(torch, img)))
+    for n, m, start, end in slices:
+        a, b = rand(n), rand(m)
+        libs = {}
+        if cp is not None:
+            from cupyx.scipy import signal
+            ca, cb = cp.from_dlpack(a), cp.from_dlpack(b)
+            libs["cupyx fftconvolve[slice]"] = lambda ca=ca, cb=cb, s=slice(start, end): signal.fftconvolve(ca, cb)[s]
+        if libs:
+            cases.append((f"conv1d_slice n=m=2^{n.bit_length() - 1} [{start}, {end})",
+                          lambda a=a, b=b, s=(start, end): convtune.conv1d_slice(a, b, *s), libs, None))
+    for n, c, hw, k, stride, pad in pools:
+        x = rand(n, c, hw, hw)
+        from .nn import functional as ours_nn
+        shape = (k, stride, pad)
+        for name, ours_pool, theirs in (("max_pool2d", ours_nn.max_pool2d, F.max_pool2d),
+                                        ("avg_pool2d", ours_nn.avg_pool2d, F.avg_pool2d)):
+            cases.append((f"{name} N{n} C{c} {hw}^2 k{k} s{stride} p{pad}",
+                          lambda x=x, f=ours_pool, a=shape: f(x, *a),
+                          {f"torch {name}": lambda x=x, f=theirs, a=shape: f(x, *a)}, None))
     for n, c, hw, k, r, stride in layers:
         x, w = rand(n, c, hw, hw), rand(k, c, r, r)
         p, q = output_hw(hw, hw, r, r, stride, r // 2)
         passes = layer_passes(torch, x, w, rand(n, k, p, q), stride, r // 2)
         for which in PASSES:
             ours, theirs = passes[which]
-            cases.append((f"layer N{n} C{c} {hw}^2 K{k} R{r} s{stride} {which}", ours, {"torch (cuDNN fp32)": theirs}))
+            cases.append((f"layer N{n} C{c} {hw}^2 K{k} R{r} s{stride} {which}", ours, {"torch (cuDNN fp32)": theirs},
+                          None))
     return cases
 
 
-# The shapes: conv2d images (size, r), conv1d filter lengths (n = 2^24), ResNet's layers (n, c, h = w, k,
-# r = s, stride); the quick run takes one of each.
-IMAGES = [(8192, 3), (2048, 3), (512, 3), (2048, 1), (2048, 7)]
-BATCHES = [(64, 512, 3), (1024, 128, 3), (16384, 32, 1)]  # (images, size, r): 2^24 pixels each
-TAPS = [17, 129, 1025, 8193]
-LAYERS = [(32, 3, 224, 64, 7, 2), (32, 64, 56, 64, 3, 1), (32, 128, 28, 128, 3, 1), (32, 256, 14, 256, 3, 1),
-          (32, 512, 7, 512, 3, 1)]
-SIGNAL = 1 << 24
+def _copy(torch, a):
+    destination = torch.empty_like(a)
+    return lambda: destination.copy_(a)
+
+
+# The shapes, the default spec's (sweeps/default.json) and a few more: conv2d images (size, r) and batches
+# (images, size, r), conv1d filter lengths and modes (n = 2^26), separable images (size, r), slices of a full
+# convolution (n, m, start, end), pooling (n, c, h = w, kernel, stride, padding), and ResNet's layers (n, c,
+# h = w, k, r = s, stride); the quick run takes one of each.
+IMAGES = [(size, r) for size in (512, 2048, 8192) for r in (1, 3, 7)]
+BATCHES = [(64, 512, 1), (64, 512, 3), (1024, 128, 3), (16384, 32, 1)]
+TAPS = [(17, "full"), (129, "full"), (1025, "full"), (8193, "full"), (17, "valid"), (1025, "valid")]
+SEPARABLE = [(2048, 3), (8192, 7)]
+SLICES = [(1 << 22, 1 << 22, (1 << 22) - 1, (1 << 22) + 4095)]
+POOLS = [(32, 64, 112, 3, 2, 1)]
+LAYERS = [(32, 3, 224, 64, 7, 2), (32, 64, 56, 64, 3, 1), (32, 64, 56, 256, 1, 1), (32, 128, 28, 128, 3, 1),
+          (32, 256, 14, 256, 3, 1), (32, 512, 7, 512, 3, 1)]
+SIGNAL = 1 << 26
 
 
 def _shapes(quick):
-    return ([IMAGES[1]], [BATCHES[0]], [TAPS[1]], [LAYERS[1]]) if quick else (IMAGES, BATCHES, TAPS, LAYERS)
+    every = (IMAGES, BATCHES, TAPS, SEPARABLE, SLICES, POOLS, LAYERS)
+    return tuple([shapes[i]] for shapes, i in zip(every, (4, 1, 1, 0, 0, 0, 1))) if quick else every
 
 
 def problems(quick):
     """The convtune problems (family, dims) the benchmark runs, for compiling them ahead."""
-    images, batches, taps, layers = _shapes(quick)
+    images, batches, taps, separable, slices, pools, layers = _shapes(quick)
     return ([("conv2d", {"h": size, "w": size, "r": r}) for size, r in images] +
             [("conv2d", {"h": size, "w": size, "r": r, "b": b}) for b, size, r in batches] +
-            [("conv1d", {"n": SIGNAL, "m": m, "mode": 1}) for m in taps] +
+            [("conv1d", {"n": SIGNAL, "m": m, "mode": 1 if mode == "full" else 0}) for m, mode in taps] +
+            [("conv2d_separable", {"h": size, "w": size, "r": r}) for size, r in separable] +
+            [("conv1d_parts", {"n": n, "m": m, "start": start, "end": end}) for n, m, start, end in slices] +
+            [("layer_pool", {"n": n, "c": c, "h": hw, "w": hw, "r": k, "s": k, "pad_h": pad, "pad_w": pad, "u": stride,
+                             "v": stride, "op": op}) for n, c, hw, k, stride, pad in pools for op in (0, 1)] +
             layer_problems([((n, c, hw, hw), (k, c, r, r), (stride, stride), (r // 2, r // 2), True)
                             for n, c, hw, k, r, stride in layers]))
 
 
+_ROW_FAMILY = {"sep_conv2d": "conv2d_separable", "conv1d_slice": "conv1d_parts", "max_pool2d": "layer_pool",
+               "avg_pool2d": "layer_pool"}
+
+
 def _matches(problem, only):
     """Whether a (family, dims) problem may belong to a row named with `only` (compiled ahead only then)."""
-    return problem[0].startswith(only.split()[0])  # rows are named by family: "conv2d ...", "layer ..."...
+    word = only.split()[0]  # rows are named by function or family: "conv2d ...", "max_pool2d ...", "layer ..."
+    return problem[0].startswith(_ROW_FAMILY.get(word, word))
 
 
 def bench(args):
@@ -105,16 +163,20 @@ def bench(args):
     for note in notes[:3] + ([f"... and {len(notes) - 3} more"] if len(notes) > 3 else []):
         print(f"  note: {note}", flush=True)
     rows = []
-    print(f"{'problem':48} {'convtune ms':>12} {'best library':>24} {'ms':>9} {'speed-up':>9}")
-    for name, ours, libs in _cases(torch, cp, args.quick):
+    print(f"{'problem':48} {'convtune ms':>12} {'best library':>24} {'ms':>9} {'speed-up':>9} {'copy ms':>9} "
+          f"{'best/copy':>9}")
+    for name, ours, libs, copy in _cases(torch, cp, args.quick):
         if args.only not in name:
             continue
         ours_ms = median_ms(ours, args.samples, torch)
         lib_ms = {lib: median_ms(fn, args.samples, torch) for lib, fn in libs.items()}
         best = min(lib_ms, key=lib_ms.get)
+        copy_ms = median_ms(copy, args.samples, torch) if copy else None
         rows.append({"problem": name, "convtune_ms": ours_ms, "libraries_ms": lib_ms, "best_library": best,
-                     "speedup": lib_ms[best] / ours_ms})
-        print(f"{name:48} {ours_ms:12.4f} {best:>24} {lib_ms[best]:9.4f} {lib_ms[best] / ours_ms:8.2f}x", flush=True)
+                     "speedup": lib_ms[best] / ours_ms, "copy_ms": copy_ms})
+        bound = f"{copy_ms:9.4f} {lib_ms[best] / copy_ms:8.2f}x" if copy else ""
+        print(f"{name:48} {ours_ms:12.4f} {best:>24} {lib_ms[best]:9.4f} {lib_ms[best] / ours_ms:8.2f}x {bound}",
+              flush=True)
     with open(args.json, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "samples": args.samples, "compiled_ahead_s": prepare_s,
                    "rows": rows}, f, indent=1)

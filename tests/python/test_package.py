@@ -152,6 +152,7 @@ class FakeKind:
     device_handle = staticmethod(lambda a: a.device)
     stream = staticmethod(lambda device: 77)
     new = staticmethod(lambda device, shape: FakeArray(shape, 90_000, device=device))
+    like = None  # no faster allocation after an argument's shape
 
 
 class RecordingConv:
@@ -220,6 +221,22 @@ def test_operands_go_in_the_order_the_checked_call_put_them(fake_kind):
     fake_kind.remember("conv1d", "valid", (signal, filt), None, call)
     fake_kind.call("conv1d", "valid", (FakeArray((5,), 10), FakeArray((9,), 20)), None)
     assert call.entry.conv.calls[0][0] == [20, 10]
+
+
+def test_a_new_output_is_allocated_like_the_argument_of_its_shape(fake_kind, monkeypatch):
+    # torch.empty_like(x) is faster than new_empty: the fast path uses it on the argument whose shape the
+    # output has, through the checked call's order (conv1d "valid" with the longer filt swaps the operands).
+    monkeypatch.setattr(FakeKind, "like", staticmethod(lambda a: FakeArray(a.shape, 95_000 + a.ptr)), raising=False)
+    signal, filt = FakeArray((5,), 1000), FakeArray((9,), 2000)
+    call = checked([(filt, "filt"), (signal, "signal")], (5,))
+    fake_kind.remember("conv1d", "valid", (signal, filt), None, call)
+    out = fake_kind.call("conv1d", "valid", (FakeArray((5,), 10), FakeArray((9,), 20)), None)
+    assert (out.shape, out.ptr) == ((5,), 95_010)
+    assert call.entry.conv.calls == [([20, 10], 95_010, 77)]
+    call = checked([(signal, "signal"), (filt, "filt")], (13,))  # "full": no argument of the output's shape
+    fake_kind.remember("conv1d", "full", (signal, filt), None, call)
+    out = fake_kind.call("conv1d", "full", (FakeArray((5,), 10), FakeArray((9,), 20)), None)
+    assert (out.shape, out.ptr) == ((13,), 90_000)
 
 
 def test_out_is_written_and_returned_and_must_lie_apart_from_the_inputs(fake_kind):
@@ -332,11 +349,19 @@ def test_bench_arguments():
 def test_the_benchmark_compiles_ahead_what_it_runs():
     from convtune import bench
     quick = bench.problems(True)
-    assert [family for family, _ in quick] == ["conv2d", "conv2d", "conv1d", "layer_fwd", "layer_bwd_data",
+    assert [family for family, _ in quick] == ["conv2d", "conv2d", "conv1d", "conv2d_separable", "conv1d_parts",
+                                               "layer_pool", "layer_pool", "layer_fwd", "layer_bwd_data",
                                                "layer_bwd_filter"]
     assert quick[0][1] == {"h": 2048, "w": 2048, "r": 3} and quick[1][1] == {"h": 512, "w": 512, "r": 3, "b": 64}
-    assert quick[2][1] == {"n": 1 << 24, "m": 129, "mode": 1}
-    assert len(bench.problems(False)) == 5 + 3 + 4 + 3 * 5
+    assert quick[2][1] == {"n": 1 << 26, "m": 129, "mode": 1}
+    assert quick[4][1] == {"n": 1 << 22, "m": 1 << 22, "start": (1 << 22) - 1, "end": (1 << 22) + 4095}
+    assert [dims["op"] for _, dims in quick[5:7]] == [0, 1]  # max, then avg counting the padding
+    assert quick[5][1] == {"n": 32, "c": 64, "h": 112, "w": 112, "r": 3, "s": 3, "pad_h": 1, "pad_w": 1, "u": 2,
+                           "v": 2, "op": 0}
+    assert len(bench.problems(False)) == 9 + 4 + 6 + 2 + 1 + 2 + 3 * 6
+    for row, family in (("sep_conv2d 2048^2 r=3", "conv2d_separable"), ("max_pool2d N32", "layer_pool"),
+                        ("conv1d_slice n=m=2^22", "conv1d_parts"), ("layer N32", "layer_fwd")):
+        assert bench._matches((family, {}), row) and not bench._matches(("conv2d", {}), row)
     from convtune._layers import layer_problems
     first_layer = layer_problems([((2, 3, 8, 8), (4, 3, 3, 3), (2, 2), (1, 1), False)])  # its input needs no gradient
     assert [family for family, _ in first_layer] == ["layer_fwd", "layer_bwd_filter"]
