@@ -255,27 +255,30 @@ def _sides():
     return sides
 
 
-def _per_call_us(side, loop, calls, repeats):
-    """Median over `repeats` of the host's time per call of loop() (which issues `calls` calls and returns
-    its own seconds, or None to be timed here), and of the GPU's span per call over the same loop. The GPU
-    is idle before each loop, and the host is timed until the last call is issued, not finished."""
-    host, gpu = [], []
+def _per_call_us(side, loops, calls, repeats):
+    """For each of `loops` (each issues `calls` calls and returns its own seconds, or None to be timed here):
+    the host's time per call and the GPU's span per call, in µs, one list entry per repeat. The loops take
+    turns within each repeat, so that a drift of the host's speed (frequency, other processes) falls on all
+    of them alike. The GPU is idle before each loop; the host is timed until the last call is issued."""
+    host, gpu = [[] for _ in loops], [[] for _ in loops]
     for _ in range(repeats):
-        side.sync()
-        start_event = side.event()
-        start = time.perf_counter()
-        seconds = loop()
-        host_s = time.perf_counter() - start
-        gpu.append(side.elapsed_ms(start_event, side.event()) * 1e3 / calls)
-        host.append((host_s if seconds is None else seconds) * 1e6 / calls)
-        side.sync()
-    return statistics.median(host), statistics.median(gpu)
+        for i, loop in enumerate(loops):
+            side.sync()
+            start_event = side.event()
+            start = time.perf_counter()
+            seconds = loop()
+            host_s = time.perf_counter() - start
+            gpu[i].append(side.elapsed_ms(start_event, side.event()) * 1e3 / calls)
+            host[i].append((host_s if seconds is None else seconds) * 1e6 / calls)
+            side.sync()
+    return host, gpu
 
 
 def overhead_rows(sides, size, radii, calls, repeats, warmup=5):
     """For each kind and r: the host µs per call of convtune.conv2d(img, f) and of conv2d(img, f, out=out),
     and of the same Convolution driven from C++ (Convolution.issue_loop: bind and run per call, as the
-    Python call does, and run only, bound once); the overhead is Python's minus C++'s bind and run."""
+    Python call does, and run only, bound once); the overhead is the median over repeats of Python's minus
+    C++'s bind and run within the same repeat."""
     import convtune
     from convtune import _arrays, _functions
     rows = []
@@ -301,16 +304,17 @@ def overhead_rows(sides, size, radii, calls, repeats, warmup=5):
                 for _ in range(calls):
                     conv2d(img, filt, out=out)
 
-            python_us, _ = _per_call_us(side, python_loop, calls, repeats)
-            python_out_us, _ = _per_call_us(side, python_out_loop, calls, repeats)
-            cpp_us, gpu_us = _per_call_us(side, lambda: conv.issue_loop(inputs, output, stream, calls), calls, repeats)
-            run_only_us, run_only_gpu_us = _per_call_us(
-                side, lambda: conv.issue_loop(inputs, output, stream, calls, rebind=False), calls, repeats)
+            host, gpu = _per_call_us(side, [python_loop, python_out_loop,
+                                            lambda: conv.issue_loop(inputs, output, stream, calls),
+                                            lambda: conv.issue_loop(inputs, output, stream, calls, rebind=False)],
+                                     calls, repeats)
+            median = statistics.median
             rows.append({"library": side.name, "size": size, "r": r, "candidate": conv.candidate, "rule": conv.rule,
-                         "python_us": python_us, "python_out_us": python_out_us, "cpp_bind_run_us": cpp_us,
-                         "cpp_run_only_us": run_only_us, "gpu_us_per_call": gpu_us,
-                         "gpu_us_per_call_run_only": run_only_gpu_us,
-                         "overhead_us": python_us - cpp_us, "overhead_out_us": python_out_us - cpp_us})
+                         "python_us": median(host[0]), "python_out_us": median(host[1]),
+                         "cpp_bind_run_us": median(host[2]), "cpp_run_only_us": median(host[3]),
+                         "gpu_us_per_call": median(gpu[2]), "gpu_us_per_call_run_only": median(gpu[3]),
+                         "overhead_us": median(p - c for p, c in zip(host[0], host[2])),
+                         "overhead_out_us": median(p - c for p, c in zip(host[1], host[2]))})
     return rows
 
 

@@ -222,7 +222,7 @@ TEST(Spectral, FilterRowSpectraAreEachRowsDft) {
   const int r = 2, n = 16, fw = 2 * r + 1, m0 = 3, k0 = -1;
   std::vector<float> f(fw * fw, 0.0f);
   f[m0 * fw + k0 + r] = 2.0f;
-  const auto rows = filter_row_spectra(f, r, n);
+  const auto rows = filter_spectra_reference(f, r, n, false);
   ASSERT_EQ(rows.size(), size_t(fw * n));
   for (int m = 0; m < fw; ++m)
     for (int v = 0; v < n; ++v) {
@@ -241,7 +241,7 @@ TEST(Spectral, RowSpectraThroughLineTransformsGiveTheCorrelation) {
   for (int i = 0; i < h * w; ++i) img[i] = float((i * 37) % 23) - 11.0f;
   for (int i = 0; i < fw * fw; ++i) f[i] = float((i * 13) % 7) - 3.0f;
   const auto want = cpu_reference(p, {img, f});
-  const auto rows = filter_row_spectra(f, r, n);
+  const auto rows = filter_spectra_reference(f, r, n, false);
   const double step = 2.0 * M_PI / n;
   int checked = 0;
   for (int y = 0; y < h; ++y)

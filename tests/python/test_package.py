@@ -369,6 +369,22 @@ def test_the_benchmark_compiles_ahead_what_it_runs():
                                  "u": 2, "v": 2, "precision": 0}
 
 
+def test_overhead_loops_take_turns_within_each_repeat():
+    # A drift of the host's speed must fall on Python's and C++'s loops alike: they alternate, repeat by repeat.
+    from convtune import bench
+    order = []
+
+    class Side:
+        sync = staticmethod(lambda: None)
+        event = staticmethod(lambda: len(order))
+        elapsed_ms = staticmethod(lambda start, stop: 0.5)
+
+    loops = [lambda: order.append("python") or 0.004, lambda: order.append("c++") or 0.002]
+    host, gpu = bench._per_call_us(Side(), loops, 100, 3)
+    assert order == ["python", "c++"] * 3
+    assert host == [[40.0] * 3, [20.0] * 3] and gpu == [[5.0] * 3, [5.0] * 3]
+
+
 def test_train_check_arguments():
     from convtune import train_check
     full, quick = train_check.parse_args([]), train_check.parse_args(["--quick"])

@@ -5,10 +5,11 @@
 #include <string>
 
 #include "harness/error.h"
+#include "variants/conv2d/spectrum_kernels.h"
 
 namespace convtune {
 
-std::vector<std::complex<double>> filter_row_spectra(const std::vector<float>& f, int r, int n) {
+std::vector<std::complex<double>> filter_spectra_reference(const std::vector<float>& f, int r, int n, bool two_d) {
   const int fw = 2 * r + 1;
   const double step = 2.0 * M_PI / n;
   std::vector<std::complex<double>> rows(size_t(fw) * n);
@@ -18,14 +19,21 @@ std::vector<std::complex<double>> filter_row_spectra(const std::vector<float>& f
       for (int k = -r; k <= r; ++k) s += double(f[m * fw + k + r]) * std::polar(1.0, step * double((v * k) % n));
       rows[size_t(m) * n + v] = s;
     }
-  return rows;
+  if (!two_d) return rows;
+  std::vector<std::complex<double>> out(size_t(n) * n);
+  for (int u = 0; u < n; ++u)
+    for (int v = 0; v < n; ++v) {
+      std::complex<double> s = 0;
+      for (int m = -r; m <= r; ++m) s += rows[size_t(m + r) * n + v] * std::polar(1.0, step * double((u * m) % n));
+      out[size_t(u) * n + v] = s;
+    }
+  return out;
 }
 
 SpectrumPlan::SpectrumPlan(std::shared_ptr<Module> module, const char* kernel, dim3 grid, int threads,
-                           int smem_bytes, int64_t h, int64_t w, int64_t r, size_t spectrum_count,
-                           MakeSpectrum make_spectrum)
+                           int smem_bytes, int64_t h, int64_t w, int64_t r, int n, bool two_d, double scale)
     : module_(std::move(module)), grid_(grid), threads_(threads), smem_bytes_(smem_bytes), h_(int(h)), w_(int(w)),
-      r_(int(r)), make_spectrum_(std::move(make_spectrum)), spectrum_(spectrum_count) {
+      r_(int(r)), n_(n), two_d_(two_d), scale_(scale), spectrum_(size_t(two_d ? n : 2 * r + 1) * n) {
   fn_ = module_->function(kernel);
   attrs_ = kernel_attributes(fn_, threads, smem_bytes);
 }
@@ -33,16 +41,7 @@ SpectrumPlan::SpectrumPlan(std::shared_ptr<Module> module, const char* kernel, d
 void SpectrumPlan::bind(const Operands& ops, cudaStream_t stream) {
   in_ = ops.data.at(0);
   out_ = ops.output();
-  const int fw = 2 * r_ + 1;
-  std::vector<float> filter(size_t(fw) * fw);
-  CT_CUDA(cudaMemcpyAsync(filter.data(), ops.data.at(1), filter.size() * sizeof(float), cudaMemcpyDeviceToHost, stream));
-  CT_CUDA(cudaStreamSynchronize(stream));
-  const std::vector<float2> spectrum = make_spectrum_(filter);
-  if (spectrum.size() != spectrum_.size())
-    throw std::logic_error("spectrum of " + std::to_string(spectrum.size()) + " values, the plan holds " +
-                           std::to_string(spectrum_.size()));
-  CT_CUDA(cudaMemcpyAsync(spectrum_.get(), spectrum.data(), spectrum_.bytes(), cudaMemcpyHostToDevice, stream));
-  CT_CUDA(cudaStreamSynchronize(stream));  // before `spectrum` goes out of scope
+  filter_spectra(ops.data.at(1), r_, n_, two_d_, scale_, spectrum_.get(), stream);
 }
 
 void SpectrumPlan::run(cudaStream_t stream) {

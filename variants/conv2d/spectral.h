@@ -1,5 +1,6 @@
-// The spectral conv2d variants' host side (spectral_tiled.cpp, spectral_rows.cpp): the filter's spectra,
-// computed in float64 in bind (what an application does once per filter), and the plan that binds them.
+// The spectral conv2d variants' host side (spectral_tiled.cpp, spectral_rows.cpp): the plan that computes the
+// filter's spectra in bind, in float64 on the GPU (spectrum_kernels.h: what an application does once per
+// filter, Python once per call), and their float64 host reference.
 //
 // A kernel computes the circular correlation of an N-point line t with g, IFFT(FFT(t) * FFT(g)), whose
 // value at p is sum_q t(p - q) g(q). Placing g((-n) mod N) = f(n + r) makes it sum_n t(p + n) f(n + r), the
@@ -8,7 +9,6 @@
 #pragma once
 #include <algorithm>
 #include <complex>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -34,16 +34,16 @@ inline unsigned spectral_tile_pairs(int n, int64_t r, int64_t w) {
   return unsigned((tiles + 1) / 2);
 }
 
-// Row m of the (2r + 1)^2 filter transformed along x: [m * n + v] = sum_k f(m, k + r) exp(+2 pi i v k / n).
-std::vector<std::complex<double>> filter_row_spectra(const std::vector<float>& f, int r, int n);
+// The spectra filter_spectra (spectrum_kernels.h) computes, unscaled, in float64 on the host: the GPU tests'
+// reference. two_d false: filter row m transformed along x, [m * n + v]; true: the 2D transform, [u * n + v].
+std::vector<std::complex<double>> filter_spectra_reference(const std::vector<float>& f, int r, int n, bool two_d);
 
-// The launch of a spectral kernel `(in, spectrum, out, h, w)` and the spectrum it reads (`spectrum_count`
-// complex values), made from the filter in bind by `make_spectrum`.
+// The launch of a spectral kernel `(in, spectrum, out, h, w)` and the spectrum it reads: the filter's n-point
+// row spectra (two_d false: (2r + 1) x n values) or its n x n 2D spectrum, times `scale`, made in bind.
 class SpectrumPlan : public Plan {
  public:
-  using MakeSpectrum = std::function<std::vector<float2>(const std::vector<float>& filter)>;
   SpectrumPlan(std::shared_ptr<Module> module, const char* kernel, dim3 grid, int threads, int smem_bytes,
-               int64_t h, int64_t w, int64_t r, size_t spectrum_count, MakeSpectrum make_spectrum);
+               int64_t h, int64_t w, int64_t r, int n, bool two_d, double scale);
   void bind(const Operands& ops, cudaStream_t stream) override;
   void run(cudaStream_t stream) override;
   KernelAttributes attributes() const override { return attrs_; }
@@ -56,8 +56,9 @@ class SpectrumPlan : public Plan {
   dim3 grid_;
   int threads_, smem_bytes_;
   KernelAttributes attrs_;
-  int h_, w_, r_;
-  MakeSpectrum make_spectrum_;
+  int h_, w_, r_, n_;
+  bool two_d_;
+  double scale_;
   DeviceArray<float2> spectrum_;
   const float* in_ = nullptr;
   float* out_ = nullptr;

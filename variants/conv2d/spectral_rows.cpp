@@ -1,10 +1,9 @@
 // Fewer multiply-adds than direct for mid-size filters: FFTs along x, a direct sum along y in the
-// frequency domain (kernels/conv2d_spectral_rows.cuh). The filter rows' spectra are computed on the host in
-// float64 in bind (spectral.h). Per output: 2 (2r + 1) N / VX multiply-adds and two N-point line FFTs'
+// frequency domain (kernels/conv2d_spectral_rows.cuh). The filter rows' spectra are computed in float64 on the
+// GPU in bind (spectral.h). Per output: 2 (2r + 1) N / VX multiply-adds and two N-point line FFTs'
 // share, against the direct (2r + 1)^2; each input row is transformed once per strip segment.
 #include <algorithm>
 #include <cmath>
-#include <complex>
 
 #include "variants/conv2d/jit_conv2d.h"
 #include "variants/conv2d/spectral.h"
@@ -34,14 +33,6 @@ struct RowsShape {
 
 RowsShape rows_shape_of(const Config& c) {
   return {cfg_int(c, "ty"), cfg_int(c, "steps"), cfg_int(c, "regs")};
-}
-
-// W_m of the kernel's top comment: filter row m's spectrum scaled by 1/N, [m * n + v].
-std::vector<float2> row_spectra(const std::vector<float>& f, int r, int n) {
-  const std::vector<std::complex<double>> rows = filter_row_spectra(f, r, n);
-  std::vector<float2> out(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) out[i] = make_float2(float(rows[i].real() / n), float(rows[i].imag() / n));
-  return out;
 }
 
 class Conv2dSpectralRows : public Variant {
@@ -114,11 +105,10 @@ class Conv2dSpectralRows : public Variant {
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache& jit) const override {
     const Conv2d p(prob);
     const RowsShape s = rows_shape_of(c);
-    const int r = int(p.r), n = kLineFft;
+    // W_m of the kernel's top comment: filter row m's spectrum scaled by 1/N, [m * n + v].
     return std::make_unique<SpectrumPlan>(jit.module(programs(prob, c).front()), "conv2d_spectral_rows_kernel",
-                                          s.grid(p), s.threads(), s.smem_bytes(p), p.h, p.w, p.r,
-                                          size_t(p.fw()) * n,
-                                          [r, n](const std::vector<float>& f) { return row_spectra(f, r, n); });
+                                          s.grid(p), s.threads(), s.smem_bytes(p), p.h, p.w, p.r, kLineFft, false,
+                                          1.0 / kLineFft);
   }
 };
 

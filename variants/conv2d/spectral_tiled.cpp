@@ -1,10 +1,9 @@
 // Beyond the direct floor for large filters: tiled 2D overlap-save fused into one kernel
-// (kernels/conv2d_spectral_tiled.cuh). The filter's N x N spectrum is computed on the host in float64 in
+// (kernels/conv2d_spectral_tiled.cuh). The filter's N x N spectrum is computed in float64 on the GPU in
 // bind (spectral.h), so the timed kernel reads the image once (tiles overlap by 2r, re-reads come from
 // L2), transforms in shared memory and writes each output once.
 #include <algorithm>
 #include <cmath>
-#include <complex>
 
 #include "variants/conv2d/jit_conv2d.h"
 #include "variants/conv2d/spectral.h"
@@ -22,21 +21,6 @@ struct SpectralShape {
 };
 
 SpectralShape shape_of(const Config& c) { return {cfg_int(c, "n"), cfg_int(c, "p"), cfg_int(c, "threads")}; }
-
-// The 2D FFT(g) of spectral.h, scaled by 1/N^2 (the inverse transform is unnormalised), row-major in
-// (u, v) = (y frequency, x frequency) as the kernel's column pass reads it.
-std::vector<float2> filter_spectrum(const std::vector<float>& f, int r, int n) {
-  const std::vector<std::complex<double>> along_x = filter_row_spectra(f, r, n);
-  const double step = 2.0 * M_PI / n, scale = 1.0 / (double(n) * n);
-  std::vector<float2> out(size_t(n) * n);
-  for (int u = 0; u < n; ++u)
-    for (int v = 0; v < n; ++v) {
-      std::complex<double> s = 0;
-      for (int m = -r; m <= r; ++m) s += along_x[size_t(m + r) * n + v] * std::polar(1.0, step * double((u * m) % n));
-      out[size_t(u) * n + v] = make_float2(float(s.real() * scale), float(s.imag() * scale));
-    }
-  return out;
-}
 
 class Conv2dSpectralTiled : public Variant {
  public:
@@ -97,10 +81,11 @@ class Conv2dSpectralTiled : public Variant {
   std::unique_ptr<Plan> prepare(const Problem& prob, const Config& c, const DeviceInfo&, JitCache& jit) const override {
     const Conv2d p(prob);
     const SpectralShape s = shape_of(c);
-    const int r = int(p.r), n = s.n;
+    // The 2D FFT(g) of spectral.h, scaled by 1/N^2 (the inverse transform is unnormalised), row-major in
+    // (u, v) = (y frequency, x frequency) as the kernel's column pass reads it.
     return std::make_unique<SpectrumPlan>(jit.module(programs(prob, c).front()), "conv2d_spectral_kernel", s.grid(p),
-                                          s.threads, s.smem_bytes(), p.h, p.w, p.r, size_t(n) * n,
-                                          [r, n](const std::vector<float>& f) { return filter_spectrum(f, r, n); });
+                                          s.threads, s.smem_bytes(), p.h, p.w, p.r, s.n, true,
+                                          1.0 / (double(s.n) * s.n));
   }
 };
 
