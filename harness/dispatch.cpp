@@ -237,15 +237,11 @@ bool candidate_can_run(const json& candidate, const Problem& p, const DeviceInfo
 
 bool candidate_can_run(const Variant* v, const json& config, const Problem& p, const DeviceInfo& dev) {
   if (!v || v->family() != p.family) return false;
-  try {  // a table's configs are complete as exported: building the space to complete one costs more than this
-    if (v->can_implement(p, config, dev)) return true;
+  try {  // as the runtime prepares it: completed by this shape's space (which refuses a parameter it lacks,
+         // e.g. a fused epilogue offered to a layer without one), then can_implement
+    return bool(v->can_implement(p, v->space(p, dev).complete_config(config, "candidate"), dev));
   } catch (const std::exception&) {
-  }
-  try {  // refused, or a config exported before a parameter was added: completed, it may run
-    const Config full = v->space(p, dev).complete_config(config, "candidate");
-    return full != config && bool(v->can_implement(p, full, dev));
-  } catch (const std::exception&) {
-    return false;  // a config this convtune's variant does not have
+    return false;  // a config this convtune's variant does not have on this shape
   }
 }
 

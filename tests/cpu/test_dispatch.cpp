@@ -40,8 +40,8 @@ json record(const Problem& p, const std::string& variant, const json& config, co
   return r;
 }
 
-const json kTiledA = {{"block_x", 32}, {"block_y", 8}, {"px", 4}, {"py", 4}};
-const json kTiledB = {{"block_x", 64}, {"block_y", 4}, {"px", 4}, {"py", 2}};
+const json kTiledA = {{"block_x", 32}, {"block_y", 8}, {"order", "input_rows"}, {"px", 4}, {"py", 4}};
+const json kTiledB = {{"block_x", 64}, {"block_y", 4}, {"order", "input_rows"}, {"px", 4}, {"py", 2}};
 const json kBlock = {{"block_x", 32}, {"block_y", 8}};
 const json kAlgo = {{"algo", "implicit_precomp_gemm"}};
 
@@ -113,7 +113,7 @@ TEST(Dispatch, ChoosesTheBestOkCandidatePerProblem) {
   const json& tie = entry_for(d, "conv2d/h=1024,r=1,w=1024");
   EXPECT_EQ(tie["candidate"], "conv2d.constant[block_x=32,block_y=8]");  // naive is faster but wrong
   EXPECT_EQ(tie["ties"], 1);
-  EXPECT_EQ(tie["runner_up"]["candidate"], "conv2d.register_tiled[block_x=32,block_y=8,px=4,py=4]");
+  EXPECT_EQ(tie["runner_up"]["candidate"], "conv2d.register_tiled[block_x=32,block_y=8,order=input_rows,px=4,py=4]");
   EXPECT_EQ(tie["gbps_effective"], 1234.57);  // 6 significant digits
   EXPECT_EQ(tie["roofline_fraction"], 0.412346);
   EXPECT_EQ(tie["problem"], conv2d(1024, 1024, 1).to_json());
@@ -126,11 +126,11 @@ TEST(Dispatch, ChoosesTheBestOkCandidatePerProblem) {
   EXPECT_EQ(lib["ties"], 0);
 
   const json& big = entry_for(d, "conv2d/h=4096,r=7,w=4096");
-  EXPECT_EQ(big["candidate"], "conv2d.register_tiled[block_x=64,block_y=4,px=4,py=2]");  // constant: wrong
+  EXPECT_EQ(big["candidate"], "conv2d.register_tiled[block_x=64,block_y=4,order=input_rows,px=4,py=2]");  // constant: wrong
 
   // The default: non-library, never wrong, ok on all three problems.
   const json& def = d["fallback"]["defaults"]["conv2d"];
-  EXPECT_EQ(def["candidate"], "conv2d.register_tiled[block_x=32,block_y=8,px=4,py=4]");
+  EXPECT_EQ(def["candidate"], "conv2d.register_tiled[block_x=32,block_y=8,order=input_rows,px=4,py=4]");
   EXPECT_EQ(def["ok_problems"], 3);
   EXPECT_EQ(def["problems"], 3);
   EXPECT_EQ(d["fallback"]["rules"].size(), 3u);
@@ -381,7 +381,7 @@ TEST(DispatchCheck, ComparesTheTablesChoiceWithTheBestOfTheRun) {
   std::map<std::string, json> by_key;
   for (const json& r : check["rows"]) by_key[r["problem_key"].get<std::string>()] = r;
   EXPECT_NEAR(by_key[near_r3.key()]["ratio"].get<double>(), 1.5, 1e-9);
-  EXPECT_EQ(by_key[near_r3.key()]["best"], "conv2d.register_tiled[block_x=32,block_y=8,px=4,py=4]");
+  EXPECT_EQ(by_key[near_r3.key()]["best"], "conv2d.register_tiled[block_x=32,block_y=8,order=input_rows,px=4,py=4]");
   EXPECT_EQ(by_key[near_r3.key()]["rule"], "nearest");
   EXPECT_NEAR(by_key[near_r7.key()]["ratio"].get<double>(), 1.05, 1e-9);
   EXPECT_TRUE(by_key[unmeasured.key()]["ratio"].is_null());

@@ -191,6 +191,25 @@ TEST(DispatchModel, ModelLookupNeverReturnsWhatCannotRun) {
   EXPECT_GT(model_rule, 100);
 }
 
+// A parameter a shape's space lacks: layer_fwd.implicit_gemm has `epilogue` only on layers with a bias or an
+// activation. The fleet table's model once offered such a config to the ResNet-18 check's plain strided 1x1
+// layer, and the runtime, which completes the config before it runs it, refused it ("epilogue: unknown
+// parameter"). candidate_can_run must refuse what the runtime would.
+TEST(DispatchModel, ACandidateWithAParameterTheShapesSpaceLacksCannotRun) {
+  const OnDevice on;
+  json layer = {{"family", "layer_fwd"}, {"n", 32}, {"c", 64}, {"h", 56}, {"w", 56}, {"k", 128}, {"r", 1}, {"s", 1},
+                {"pad_h", 0}, {"pad_w", 0}, {"u", 2}, {"v", 2}, {"precision", 0}, {"bias", 0}, {"relu", 0}};
+  const json fused = {{"variant", "layer_fwd.implicit_gemm"},
+                      {"config", {{"epilogue", "fused"}, {"math", "3xtf32"}, {"splits", 1}, {"stages", 2},
+                                  {"tile", "64x64x16"}}}};
+  json plain = fused;
+  plain["config"].erase("epilogue");
+  EXPECT_FALSE(candidate_can_run(fused, Problem::from_json(layer), on.dev));
+  EXPECT_TRUE(candidate_can_run(plain, Problem::from_json(layer), on.dev));
+  layer["bias"] = 1;
+  EXPECT_TRUE(candidate_can_run(fused, Problem::from_json(layer), on.dev));
+}
+
 // A conv2d shape beyond a radius limit: without a device, the model's favourite; with one, never a
 // candidate whose can_implement refuses it (the table's choices include radius-limited kernels).
 TEST(DispatchModel, ADeviceRulesOutCandidatesTheModelWouldPick) {
