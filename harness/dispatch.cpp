@@ -302,7 +302,7 @@ Lookup lookup(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* 
 
 Lookup lookup(const json& dispatch, const Problem& p, const DeviceInfo* dev) {
   const DispatchTable table(dispatch);
-  return lookup(table.pick(dev ? dev->name : "", dev ? std::to_string(dev->cc_major) + "." + std::to_string(dev->cc_minor) : ""), p, dev);
+  return lookup(table.pick(dev ? dev->name : "", dev ? std::to_string(dev->cc_major) + "." + std::to_string(dev->cc_minor) : "", p.family), p, dev);
 }
 
 std::vector<json> tuning_shortlist(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* dev, size_t model_top) {
@@ -349,7 +349,7 @@ std::vector<json> tuning_shortlist(const DispatchTable::Pick& t, const Problem& 
 
 std::vector<json> tuning_shortlist(const json& dispatch, const Problem& p, const DeviceInfo* dev, size_t model_top) {
   const DispatchTable table(dispatch);
-  return tuning_shortlist(table.pick(dev ? dev->name : "", dev ? std::to_string(dev->cc_major) + "." + std::to_string(dev->cc_minor) : ""),
+  return tuning_shortlist(table.pick(dev ? dev->name : "", dev ? std::to_string(dev->cc_major) + "." + std::to_string(dev->cc_minor) : "", p.family),
                           p, dev, model_top);
 }
 
@@ -498,12 +498,12 @@ std::string make_fleet_header(const json& fleet) {
 };
 
 // The choice on the GPU the program runs on (its name and compute capability, e.g. "NVIDIA H100 80GB
-// HBM3" and "9.0"): the table of that exact model; else of a model of the same architecture; else no
-// measured table applies and the family's safe default (of the first table) is used.
+// HBM3" and "9.0"): the table of that exact model; else of a model of the same architecture (of those that
+// have the family); else no measured table applies and the family's safe default (of the first table) is used.
 inline FleetChoice select(const char* device_name, const char* compute_capability, const char* family,
                           const int64_t* dims, int n_dims, CanRun can_run = nullptr, void* context = nullptr) {
   const char* rule = "";
-  const int i = pick_table(kTables, kTableCount, device_name, compute_capability, &rule);
+  const int i = pick_table(kTables, kTableCount, device_name, compute_capability, &rule, family);
   if (i < 0) {
     static const Table defaults = defaults_only(kTables[0]);
     return {convtune_dispatch::select(defaults, family, dims, n_dims, can_run, context), &kTables[0], rule};

@@ -94,7 +94,7 @@ json check_dispatch(const json& dispatch, const json& device, const std::vector<
     const Problem p = Problem::from_json(t.problem);
     DeviceLookup on_device;
     try {
-      lookup_s += lookup_seconds(table.pick(name, cc), p, dev ? &*dev : nullptr);
+      lookup_s += lookup_seconds(table.pick(name, cc, p.family), p, dev ? &*dev : nullptr);
       on_device = lookup_on_device(table, name, cc, p, dev ? &*dev : nullptr);
     } catch (const InputError&) {
       continue;  // a family the table does not cover
@@ -105,7 +105,7 @@ json check_dispatch(const json& dispatch, const json& device, const std::vector<
     // What the runtime ends up running: the first of its chain that the run did not see refused (a library
     // that does not support the shape says so only when asked, on the GPU).
     std::string chosen = choice.entry.at("candidate").get<std::string>(), rule = choice.rule;
-    for (const json& c : fallback_chain(table.pick(name, cc), p, dev ? &*dev : nullptr, choice))
+    for (const json& c : fallback_chain(table.pick(name, cc, p.family), p, dev ? &*dev : nullptr, choice))
       if (c.contains("candidate") && !t.refused.count(c["candidate"].get<std::string>())) {
         chosen = c["candidate"].get<std::string>();
         rule = c["rule"].get<std::string>();

@@ -291,10 +291,12 @@ void DispatchTable::compile(const json& table, CompiledTable& c) {
             c.models.data()};
 }
 
-DispatchTable::Pick DispatchTable::pick(const std::string& device_name, const std::string& compute_capability) const {
+DispatchTable::Pick DispatchTable::pick(const std::string& device_name, const std::string& compute_capability,
+                                        const std::string& family) const {
   if (!fleet_) return {tables_[0].get(), tables_[0]->view, "single table"};
   const char* rule = "";
-  const int i = rules::pick_table(views_.data(), int(views_.size()), device_name.c_str(), compute_capability.c_str(), &rule);
+  const int i = rules::pick_table(views_.data(), int(views_.size()), device_name.c_str(), compute_capability.c_str(), &rule,
+                                  family.empty() ? nullptr : family.c_str());
   if (i < 0) return {tables_[0].get(), rules::defaults_only(tables_[0]->view), rule};
   return {tables_[size_t(i)].get(), tables_[size_t(i)]->view, rule};
 }

@@ -23,14 +23,14 @@ json make_fleet(const std::vector<json>& tables) {
   }
   return {{"schema", kDispatchSchema},
           {"fleet", true},
-          {"rules", {"the exact model (device.name)", "a model of the same architecture (device.compute_capability)",
+          {"rules", {"the exact model (device.name) whose table has the family", "a model of the same architecture (device.compute_capability) whose table has the family",
                      "the family's safe default of the first table"}},
           {"tables", tables}};
 }
 
 DeviceLookup lookup_on_device(const DispatchTable& table, const std::string& device_name,
                               const std::string& compute_capability, const Problem& p, const DeviceInfo* dev) {
-  const DispatchTable::Pick pick = table.pick(device_name, compute_capability);
+  const DispatchTable::Pick pick = table.pick(device_name, compute_capability, p.family);
   return {lookup(pick, p, dev), pick.rule, pick.table->view.device, tuning_shortlist(pick, p, dev)};
 }
 

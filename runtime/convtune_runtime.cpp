@@ -161,7 +161,7 @@ void Convolution::Impl::init(const std::string& dispatch_json_path, const std::s
     // The table's choice among what can run here; when nothing of the family can (a strict-fp32 layer and a
     // table measured with TF32 allowed, say), or the table has no entry of the family at all, the family's
     // simplest kernel: an application gets a correct result anywhere, tuned where the table measured.
-    const convtune::DispatchTable::Pick picked = table.pick(dev.name, cc);
+    const convtune::DispatchTable::Pick picked = table.pick(dev.name, cc, m.problem.family);
     convtune::DeviceLookup on_device;
     std::vector<json> tries;
     try {

@@ -315,16 +315,19 @@ inline Choice select(const Table& t, const char* family, const int64_t* dims, in
 
 // A fleet: one table per GPU model. The table of the exact model (its name); else of a model of the same
 // architecture (compute capability); else none applies: -1, and the caller uses the first table's defaults
-// alone (defaults_only).
+// alone (defaults_only). With a family, only tables that have it count: a family one model's run did not
+// sweep is taken from another model's table of the same architecture.
 inline int pick_table(const Table* tables, int n, const char* device_name, const char* compute_capability,
-                      const char** rule) {
+                      const char** rule, const char* family = nullptr) {
+  auto has = [&](int i) { return !family || find_family(tables[i], family) != nullptr; };
   for (int i = 0; i < n; ++i)
-    if (device_name && std::strcmp(tables[i].device, device_name) == 0) {
+    if (device_name && std::strcmp(tables[i].device, device_name) == 0 && has(i)) {
       *rule = "exact model";
       return i;
     }
   for (int i = 0; i < n; ++i)
-    if (compute_capability && compute_capability[0] && std::strcmp(tables[i].compute_capability, compute_capability) == 0) {
+    if (compute_capability && compute_capability[0] && std::strcmp(tables[i].compute_capability, compute_capability) == 0 &&
+        has(i)) {
       *rule = "same architecture";
       return i;
     }
@@ -58085,12 +58088,12 @@ struct FleetChoice {
 };
 
 // The choice on the GPU the program runs on (its name and compute capability, e.g. "NVIDIA H100 80GB
-// HBM3" and "9.0"): the table of that exact model; else of a model of the same architecture; else no
-// measured table applies and the family's safe default (of the first table) is used.
+// HBM3" and "9.0"): the table of that exact model; else of a model of the same architecture (of those that
+// have the family); else no measured table applies and the family's safe default (of the first table) is used.
 inline FleetChoice select(const char* device_name, const char* compute_capability, const char* family,
                           const int64_t* dims, int n_dims, CanRun can_run = nullptr, void* context = nullptr) {
   const char* rule = "";
-  const int i = pick_table(kTables, kTableCount, device_name, compute_capability, &rule);
+  const int i = pick_table(kTables, kTableCount, device_name, compute_capability, &rule, family);
   if (i < 0) {
     static const Table defaults = defaults_only(kTables[0]);
     return {convtune_dispatch::select(defaults, family, dims, n_dims, can_run, context), &kTables[0], rule};

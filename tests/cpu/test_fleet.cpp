@@ -60,6 +60,47 @@ TEST(Fleet, PicksTheExactModelThenTheArchitectureThenTheDefaults) {
   EXPECT_EQ(lookup_on_device(single, "NVIDIA L4", "8.9", p).lookup.rule, "exact");
 }
 
+// A family one model's run did not sweep (the H100's default runs before conv2d_separable joined the spec)
+// comes from a table of the same architecture that has it, not the family's simplest kernel; the others
+// stay with the model's own table, and the header agrees (HeaderCompilesAloneAndAgreesWithLookupOnDevice).
+TEST(Fleet, AFamilyTheModelsTableLacksComesFromTheSameArchitecture) {
+  json h100 = table_as("NVIDIA H100 80GB HBM3", "9.0", " #h100"), h200 = table_as("NVIDIA H200", "9.0", " #h200");
+  h200["entries"].push_back({{"family", "conv2d_separable"},
+                             {"problem", {{"family", "conv2d_separable"}, {"h", 2048}, {"w", 2048}, {"r", 3}}},
+                             {"variant", "conv2d_separable.fused"},
+                             {"config", {{"block_x", 64}, {"block_y", 8}, {"px", 4}, {"py", 4}}},
+                             {"candidate", "conv2d_separable.fused[block_x=64,block_y=8,px=4,py=4] #h200"},
+                             {"median_ms", 0.018}});
+  const json f = make_fleet({h100, h200});
+  const Problem sep = Problem::from_json({{"family", "conv2d_separable"}, {"h", 2048}, {"w", 2048}, {"r", 3}});
+  const DeviceLookup on_h100 = lookup_on_device(f, "NVIDIA H100 80GB HBM3", "9.0", sep);
+  EXPECT_EQ(on_h100.table_rule, "same architecture");
+  EXPECT_EQ(on_h100.table_device, "NVIDIA H200");
+  EXPECT_EQ(on_h100.lookup.rule, "exact");
+  EXPECT_EQ(on_h100.lookup.entry["candidate"], "conv2d_separable.fused[block_x=64,block_y=8,px=4,py=4] #h200");
+  const DeviceLookup conv = lookup_on_device(f, "NVIDIA H100 80GB HBM3", "9.0", conv2d(8192, 3));
+  EXPECT_EQ(conv.table_rule, "exact model");
+  EXPECT_NE(conv.lookup.entry["candidate"].get<std::string>().find("#h100"), std::string::npos);
+  // On another architecture no table applies, and the first table's defaults have no conv2d_separable: an
+  // InputError, as before (the runtime then takes the family's simplest kernel).
+  EXPECT_THROW(lookup_on_device(f, "NVIDIA L4", "8.9", sep), InputError);
+  // The header an application compiles picks alike.
+  if (std::system("command -v c++ > /dev/null 2>&1") != 0) GTEST_SKIP() << "no c++ on PATH";
+  const fs::path dir = test::fresh_temp_dir("fleet-family");
+  std::ofstream(dir / "convtune_dispatch.h") << make_fleet_header(f);
+  std::ofstream(dir / "main.cpp")
+      << "#include <cstdio>\n#include \"convtune_dispatch.h\"\nint main() {\n"
+         "  const int64_t d[3] = {2048, 2048, 3};\n"
+         "  const auto c = convtune_dispatch::select(\"NVIDIA H100 80GB HBM3\", \"9.0\", \"conv2d_separable\", d, 3);\n"
+         "  std::printf(\"%s|%s\", c.table_rule, c.choice.entry ? c.choice.entry->candidate : \"-\");\n}\n";
+  const std::string d = dir.string();
+  ASSERT_EQ(std::system(("c++ -std=c++17 -O1 -o " + d + "/prog " + d + "/main.cpp && " + d + "/prog > " + d + "/out.txt").c_str()), 0);
+  std::stringstream out;
+  out << std::ifstream(dir / "out.txt").rdbuf();
+  EXPECT_EQ(out.str(), "same architecture|conv2d_separable.fused[block_x=64,block_y=8,px=4,py=4] #h200");
+  fs::remove_all(dir);
+}
+
 TEST(Fleet, RefusesTwoRunsOfOneModelNamingTheField) {
   try {
     make_fleet({table_as("NVIDIA H100 80GB HBM3", "9.0", ""), table_as("NVIDIA H100 80GB HBM3", "9.0", "")});

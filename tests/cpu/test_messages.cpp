@@ -541,7 +541,7 @@ TEST(FleetMessages, AFleetTakesOneRunPerModelAndSaysItsRules) {
   const json fleet = make_fleet({model_table("NVIDIA H100 80GB HBM3", "runs/a"), model_table("NVIDIA A100", "runs/b")});
   EXPECT_EQ(fleet.at("schema"), 1);
   EXPECT_EQ(fleet.at("fleet"), true);
-  EXPECT_EQ(fleet.at("rules"), (json{"the exact model (device.name)", "a model of the same architecture (device.compute_capability)",
+  EXPECT_EQ(fleet.at("rules"), (json{"the exact model (device.name) whose table has the family", "a model of the same architecture (device.compute_capability) whose table has the family",
                                      "the family's safe default of the first table"}));
   EXPECT_EQ(fleet.at("tables"), (json{model_table("NVIDIA H100 80GB HBM3", "runs/a"), model_table("NVIDIA A100", "runs/b")}));
   EXPECT_EQ(fleet.size(), 4u);

@@ -45,7 +45,7 @@ TEST(GpuDispatch, ModelChoicesOnUnseenShapesRunAndVerify) {
     ASSERT_TRUE(candidate_can_run(l.lookup.entry, p, dev)) << p.key();
     // The runtime's order: a library may refuse a shape only when asked; the next of the chain then runs.
     bool verified = false;
-    for (const json& c : fallback_chain(table.pick(dev.name, cc), p, &dev, l.lookup)) {
+    for (const json& c : fallback_chain(table.pick(dev.name, cc, p.family), p, &dev, l.lookup)) {
       if (c["config"].is_null()) continue;
       const Variant& v = Registry::instance().get(c["variant"].get<std::string>());
       const json rec = runner.run(v, p, c["config"]);
