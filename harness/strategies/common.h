@@ -48,6 +48,9 @@ std::unique_ptr<Strategy> make_random(const std::vector<SearchCandidate>& c, con
 std::unique_ptr<Strategy> make_halving(const std::vector<SearchCandidate>& c, const StrategyOptions& o);
 std::unique_ptr<Strategy> make_anneal(const std::vector<SearchCandidate>& c, const StrategyOptions& o);
 std::unique_ptr<Strategy> make_warm(const std::vector<SearchCandidate>& c, const StrategyOptions& o);
+// How many of the prior's ranking warm measures before it anneals: the top 10% of the n candidates or 8,
+// whichever is larger, within half the budget (defined in warm.cpp).
+size_t warm_prior_count(size_t n, const StrategyOptions& o);
 // Annealing that measures `first` (in order) before it walks from the best of them; with `first`
 // empty it starts from a few random points. Shared by anneal and warm.
 std::unique_ptr<Strategy> make_annealer(std::string name, const std::vector<SearchCandidate>& c,

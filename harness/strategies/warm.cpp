@@ -8,12 +8,16 @@
 
 namespace convtune::strategies {
 
+size_t warm_prior_count(size_t n, const StrategyOptions& o) {
+  // The other half of the budget anneals (a shape far from the nearest measured one ranks differently, e.g.
+  // a short slice of a long convolution).
+  const size_t half = (budget_for(n, o, 0.25) + 1) / 2;
+  return std::min(half, std::max<size_t>(8, size_t(std::ceil(0.1 * double(n)))));
+}
+
 std::unique_ptr<Strategy> make_warm(const std::vector<SearchCandidate>& c, const StrategyOptions& o) {
   const size_t n = c.size();
-  // The top 10% of the space or 8, whichever is larger, within half the budget: the other half anneals
-  // (a shape far from the nearest measured one ranks differently, e.g. a short slice of a long convolution).
-  const size_t half = (budget_for(n, o, 0.25) + 1) / 2;
-  const size_t top = std::min(half, std::max<size_t>(8, size_t(std::ceil(0.1 * double(n)))));
+  const size_t top = warm_prior_count(n, o);
   // The prior's best config of each variant first (in the order of the variants' best), then the rest
   // of the ranking: a neighbouring shape ranks variants better than it ranks one variant's configs.
   std::vector<size_t> first;

@@ -666,3 +666,65 @@ TEST(MutantKills, ImplicitGemmLaunchesTheSplitReductionOverItsWorkspace) {
 }
 
 }  // namespace convtune
+
+// Seed 18's survivors (docs/MUTATION.md).
+// strategies/warm.cpp:15: the default budget fraction 0.25 made -1 (the budget then the whole space), or
+// (budget + 1) / 2 made budget / 2. Worked by hand: n = 156: budget ceil(39) = 39, half 20, top min(20,
+// max(8, 16)) = 16; n = 36: budget 9, half 5, top min(5, 8) = 5; n = 40: budget 10, half 5, top 5; n = 4:
+// budget 1, half 1, top 1; max_evaluations 30 of 1000: half 15, top min(15, 100) = 15.
+TEST(MutantKills, WarmMeasuresTheTopOfThePriorWithinHalfItsBudget) {
+  using strategies::warm_prior_count;
+  StrategyOptions o;
+  EXPECT_EQ(warm_prior_count(156, o), 16u);
+  EXPECT_EQ(warm_prior_count(36, o), 5u);
+  EXPECT_EQ(warm_prior_count(40, o), 5u);
+  EXPECT_EQ(warm_prior_count(4, o), 1u);
+  o.max_evaluations = 30;
+  EXPECT_EQ(warm_prior_count(1000, o), 15u);
+}
+
+// dispatch.cpp:279: simplest_candidate's `!v->library()` made always true: the family's simplest kernel,
+// the runtime's last resort, became a library call where one has the lowest complexity or ties first by
+// name (conv1d.cudnn and layer_pool.cudnn at 1, conv1d_parts.fft at 1 below spatial's 3).
+TEST(MutantKills, TheSimplestCandidateIsNeverALibraryCall) {
+  EXPECT_EQ(simplest_candidate("conv2d")["variant"], "conv2d.naive");
+  EXPECT_EQ(simplest_candidate("conv1d")["variant"], "conv1d.direct");
+  EXPECT_EQ(simplest_candidate("layer_pool")["variant"], "layer_pool.direct");
+  EXPECT_EQ(simplest_candidate("conv1d_parts")["variant"], "conv1d_parts.spatial");
+  for (const std::string family : {"conv2d", "conv2d_separable", "conv1d", "conv1d_parts", "layer_fwd", "layer_bwd_data",
+                                   "layer_bwd_filter", "layer_pool"}) {
+    const json c = simplest_candidate(family);
+    ASSERT_TRUE(c.is_object()) << family;
+    EXPECT_FALSE(Registry::instance().get(c["variant"].get<std::string>()).library()) << family;
+    EXPECT_EQ(c["rule"], "simplest");
+  }
+}
+
+// dispatch.cpp:631: dump_dispatch's dump(2) made dump(-1): dispatch.json on one line. It is read by people
+// (the docs quote it) and diffed in git: indented by two spaces, and the same table when parsed.
+TEST(MutantKills, ADispatchTableIsWrittenIndented) {
+  const json table = {{"schema", 1}, {"entries", json::array({{{"candidate", "a"}}})}};
+  const std::string text = dump_dispatch(table);
+  EXPECT_NE(text.find("{\n  \"entries\": [\n    {\n      \"candidate\": \"a\""), std::string::npos) << text;
+  EXPECT_EQ(json::parse(text), table);
+}
+
+// merge.cpp:129: a shard's argv in the merged summary's merged_from made null: the command each shard ran
+// with is the merged run's provenance.
+TEST(MutantKills, AMergedRunKeepsEachShardsCommand) {
+  const fs::path root = test::fresh_temp_dir("merge-argv");
+  const std::vector<fs::path> shards = test::two_shard_folders(root);
+  for (size_t i = 0; i < shards.size(); ++i) {
+    json s = read_json(shards[i] / "summary.json");
+    s["argv"] = {"convtune", "sweep", "--shard", std::to_string(i) + "/2"};
+    write_json_atomically(shards[i] / "summary.json", s);
+  }
+  std::ostringstream log;
+  const json merged = merge_runs(shards, root / "merged", {"convtune", "merge"}, log);
+  ASSERT_EQ(merged.at("merged_from").size(), 2u);
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(merged["merged_from"][i].at("argv"), json({"convtune", "sweep", "--shard", std::to_string(i) + "/2"}));
+  EXPECT_EQ(merged.at("argv"), json({"convtune", "merge"}));
+  fs::remove_all(root);
+}
+

@@ -276,9 +276,6 @@ TEST(Strategies, WarmStartsFromThePriorAndFallsBackToAnneal) {
   for (size_t i = 0; i < w.proposals.size(); ++i) EXPECT_EQ(w.proposals[i].index, a.proposals[i].index);
 }
 
-// Warm's first proposals are the prior's top: the best config of each variant (in the prior's order), then
-// the rest of the prior's ranking, max(8, 10% of the space) in all within half the budget. The bowl has 156
-// candidates: budget 39, half 20, top = min(20, max(8, 16)) = 16.
 // halving.cpp:47 (seed 12's survivor): a tell() must match the pending proposal's index and fidelity both
 // ways; a brief answer to a full proposal (or the reverse) is a driver's bug, refused.
 TEST(Strategies, HalvingRefusesATellOfTheOtherFidelity) {
@@ -310,6 +307,9 @@ TEST(Strategies, WarmTakesEightOfThePriorsRankingOnASmallSpace) {
   for (size_t k = 0; k < 8; ++k) EXPECT_EQ(r.proposals[k].index, prior[k]) << "proposal " << k;
 }
 
+// Warm's first proposals are the prior's top: the best config of each variant (in the prior's order), then
+// the rest of the prior's ranking, max(8, 10% of the space) in all within half the budget. The bowl has 156
+// candidates: budget 39, half 20, top = min(20, max(8, 16)) = 16.
 TEST(Strategies, WarmTakesThePriorsTopTenPercentOrEightFirst) {
   const Landscape l = bowl();
   ASSERT_EQ(l.cands.size(), 156u);
