@@ -32,7 +32,7 @@ ShardRun open_shard(const fs::path& folder) {
     throw InputError("merge: " + folder.string() +
                      " is not a run folder (needs summary.json and records.jsonl or records.jsonl.gz)");
   ShardRun r{folder, read_run_summary(folder), {}, {}, {}};
-  r.shard = Shard::from_json(r.summary.value("shard", json()));
+  r.shard = Shard::from_json(r.summary.value("shard", json()), "merge: " + (folder / "summary.json").string() + ": shard");
   r.records = read_records(folder / "records.jsonl").records;
   if (records_file_exists(folder / "profiles.jsonl")) r.profiles = read_records(folder / "profiles.jsonl").records;
   return r;

@@ -9,17 +9,24 @@ namespace convtune {
 
 json Shard::to_json() const { return {{"index", index}, {"count", count}}; }
 
-Shard Shard::from_json(const json& j) {
-  Shard s;
-  if (j.is_object()) {
-    s.index = j.value("index", 0);
-    s.count = j.value("count", 1);
-  }
-  return s;
-}
-
 // More shards than this would leave most of them empty for any spec we ship.
 constexpr int kMaxShards = 100000;
+
+Shard Shard::from_json(const json& j, const std::string& where) {
+  Shard s;
+  if (!j.is_object()) return s;
+  const auto number = [&](const char* name, int absent) {
+    if (!j.contains(name)) return absent;
+    if (!j[name].is_number_integer()) throw InputError(where + "." + name + ": " + j[name].dump() + " is not an integer");
+    return j[name].get<int>();
+  };
+  s.index = number("index", 0);
+  s.count = number("count", 1);
+  if (s.count < 1 || s.count > kMaxShards || s.index < 0 || s.index >= s.count)  // hash % count: never 0
+    throw InputError(where + ": " + j.dump() + "; allowed: index i and count n with 0 <= i < n <= " +
+                     std::to_string(kMaxShards));
+  return s;
+}
 
 Shard Shard::parse(const std::string& text, const std::string& where) {
   const std::string form = where + ": '" + text + "' must be i/n with 0 <= i < n <= " + std::to_string(kMaxShards) +

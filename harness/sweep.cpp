@@ -214,7 +214,7 @@ fs::path resumed_run_folder(const SweepOptions& options, const std::vector<Devic
   if (!fs::exists(folder / "summary.json"))
     throw InputError("--resume: " + folder.string() + " is not a run folder (no summary.json)");
   const json summary = read_json(folder / "summary.json");
-  const Shard recorded = Shard::from_json(summary.value("shard", json()));
+  const Shard recorded = Shard::from_json(summary.value("shard", json()), "--resume: " + (folder / "summary.json").string() + ": shard");
   if (options.shard.active() && options.shard.text() != recorded.text())
     throw InputError("--shard: " + folder.string() + " is shard " + recorded.text() + ", not " + options.shard.text() +
                      "; a resumed run keeps its shard (leave --shard out)");

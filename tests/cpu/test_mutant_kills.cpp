@@ -728,3 +728,20 @@ TEST(MutantKills, AMergedRunKeepsEachShardsCommand) {
   fs::remove_all(root);
 }
 
+
+// shard.cpp:58 (`!shard.active() ||` made false) survived as equivalent only for valid shards: a summary.json
+// whose shard has count 0 would have reached `hash % 0`. Shard::from_json now refuses it, naming the file.
+TEST(MutantKills, AShardOfCountZeroIsRefusedNamingTheFile) {
+  const fs::path root = test::fresh_temp_dir("merge-count-zero");
+  const std::vector<fs::path> shards = test::two_shard_folders(root);
+  json s = read_json(shards[0] / "summary.json");
+  s["shard"] = {{"index", 0}, {"count", 0}};
+  write_json_atomically(shards[0] / "summary.json", s);
+  std::ostringstream log;
+  const std::string message = test::input_error([&] { merge_runs(shards, root / "merged", {"convtune", "merge"}, log); });
+  EXPECT_NE(message.find((shards[0] / "summary.json").string() + ": shard: {\"count\":0,\"index\":0}; allowed: index i "
+                         "and count n with 0 <= i < n <= 100000"), std::string::npos) << message;
+  EXPECT_EQ(test::input_error([] { Shard::from_json({{"index", "1"}}, "x"); }), "x.index: \"1\" is not an integer");
+  EXPECT_EQ(Shard::from_json(nullptr).text(), "0/1");
+  fs::remove_all(root);
+}
