@@ -324,8 +324,9 @@ def overhead(args):
         print("convtune.bench --overhead: neither PyTorch nor CuPy is installed", file=sys.stderr)
         return 2
     rows = overhead_rows(sides, args.size, (1, 3), args.calls, args.repeats)
-    print(f"conv2d {args.size}^2: host time to issue one call, µs (median of {args.repeats} loops of {args.calls} "
-          "calls each, the GPU idle before each loop)")
+    print(f"conv2d {args.size}^2: host time to issue one call, µs (median of {args.repeats} repeats, in each the four "
+          f"loops of {args.calls} calls in turn, the GPU idle before each loop; overhead: the median of the repeats' "
+          "differences)")
     print(f"{'library':8} {'r':>2} {'python':>8} {'out=':>8} {'C++ bind+run':>13} {'C++ run':>8} {'GPU/call':>9} "
           f"{'overhead':>9} {'out=':>7}  candidate")
     for row in rows:
