@@ -18,7 +18,8 @@ Shard Shard::from_json(const json& j, const std::string& where) {
   const auto number = [&](const char* name, int absent) {
     if (!j.contains(name)) return absent;
     if (!j[name].is_number_integer()) throw InputError(where + "." + name + ": " + j[name].dump() + " is not an integer");
-    return j[name].get<int>();
+    const int64_t v = j[name].get<int64_t>();  // checked wide: a value past INT_MAX must not wrap into range
+    return v < 0 || v > kMaxShards ? -1 : int(v);
   };
   s.index = number("index", 0);
   s.count = number("count", 1);

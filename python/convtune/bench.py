@@ -5,7 +5,7 @@ runs. Convolution layers get a row per pass: forward, backward-data and backward
 PyTorch's own (torch.nn.functional.conv2d, torch.nn.grad.conv2d_input, conv2d_weight). Prints a table (ours,
 the best library call, the speed-up) and writes JSON (--json). Rows of one image or signal also time a copy
 of it into an array of its size (torch's copy_): the memory traffic no convolution of it can avoid, so that
-"copy/best" bounds the speed-up anyone could have over that library there.
+"best/copy" bounds the speed-up anyone could have over that library there.
 
 --overhead measures instead what a Python call costs the host over the C++ runtime library running the same
 Convolution: see overhead() below.
@@ -62,7 +62,7 @@ def _cases(torch, cp, quick):
                       lambda x=x, h=h, mode=mode: convtune.conv1d(x, h, mode), libs, _copy(torch, x)))
     for size, r in separable:
         img, row, col = rand(size, size), rand(2 * r + 1), rand(2 * r + 1)
-        libs = {"torch conv2d x2": lambda img=img, row=row, col=col: F.conv2d(
+        libs = {"torch conv2d x2": lambda img=img, row=row, col=col, r=r: F.conv2d(
             F.conv2d(img[None, None], row[None, None, None], padding=(0, r)), col[None, None, :, None], padding=(r, 0))}
         if cp is not None:
             from cupyx.scipy import ndimage
