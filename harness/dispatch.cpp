@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -201,17 +202,40 @@ json make_dispatch(const json& summary, const std::vector<json>& records, bool w
 
 namespace {
 
+// candidate_can_run with the variant's space on the problem given: its config completed by that space (which
+// refuses a parameter it lacks), then can_implement.
+bool config_can_run(const Variant& v, const ParamSpace& space, const json& config, const Problem& p,
+                    const DeviceInfo& dev) {
+  try {
+    return bool(v.can_implement(p, space.complete_config(config, "candidate"), dev));
+  } catch (const std::exception&) {
+    return false;  // a config this convtune's variant does not have on this shape
+  }
+}
+
 // rules::CanRun over the harness: the candidate's variant is registered here and can_implement the shape.
+// One lookup asks about many configs of few variants: each variant's space on the problem is built once.
 struct RunCheck {
   const CompiledTable* table;
   const Problem* problem;
   const DeviceInfo* dev;
+  std::map<const Variant*, std::optional<ParamSpace>> spaces;  // nullopt: space() threw on this problem
 };
 
 bool runs_here(const rules::Entry& e, const int64_t*, void* context) {
-  const RunCheck& c = *static_cast<const RunCheck*>(context);
+  RunCheck& c = *static_cast<RunCheck*>(context);
   const ResolvedCandidate& r = c.table->resolved(e);
-  return candidate_can_run(r.variant, r.config, *c.problem, *c.dev);
+  if (!r.variant || r.variant->family() != c.problem->family) return false;
+  auto it = c.spaces.find(r.variant);
+  if (it == c.spaces.end()) {
+    std::optional<ParamSpace> space;
+    try {
+      space = r.variant->space(*c.problem, *c.dev);
+    } catch (const std::exception&) {
+    }
+    it = c.spaces.emplace(r.variant, std::move(space)).first;
+  }
+  return it->second && config_can_run(*r.variant, *it->second, r.config, *c.problem, *c.dev);
 }
 
 std::vector<int64_t> dims_of(const Problem& p) {
@@ -239,9 +263,9 @@ bool candidate_can_run(const Variant* v, const json& config, const Problem& p, c
   if (!v || v->family() != p.family) return false;
   try {  // as the runtime prepares it: completed by this shape's space (which refuses a parameter it lacks,
          // e.g. a fused epilogue offered to a layer without one), then can_implement
-    return bool(v->can_implement(p, v->space(p, dev).complete_config(config, "candidate"), dev));
+    return config_can_run(*v, v->space(p, dev), config, p, dev);
   } catch (const std::exception&) {
-    return false;  // a config this convtune's variant does not have on this shape
+    return false;  // space() refuses this shape
   }
 }
 
