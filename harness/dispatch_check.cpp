@@ -92,9 +92,10 @@ json check_dispatch(const json& dispatch, const json& device, const std::vector<
   for (const auto& [key, t] : times_by_problem(records)) {
     if (t.ms.empty()) continue;  // nothing of the problem ran
     const Problem p = Problem::from_json(t.problem);
+    const DispatchTable::Pick pick = table.pick(name, cc, p.family);
     DeviceLookup on_device;
     try {
-      lookup_s += lookup_seconds(table.pick(name, cc, p.family), p, dev ? &*dev : nullptr);
+      lookup_s += lookup_seconds(pick, p, dev ? &*dev : nullptr);
       on_device = lookup_on_device(table, name, cc, p, dev ? &*dev : nullptr);
     } catch (const InputError&) {
       continue;  // a family the table does not cover
@@ -105,7 +106,7 @@ json check_dispatch(const json& dispatch, const json& device, const std::vector<
     // What the runtime ends up running: the first of its chain that the run did not see refused (a library
     // that does not support the shape says so only when asked, on the GPU).
     std::string chosen = choice.entry.at("candidate").get<std::string>(), rule = choice.rule;
-    for (const json& c : fallback_chain(table.pick(name, cc, p.family), p, dev ? &*dev : nullptr, choice))
+    for (const json& c : fallback_chain(pick, p, dev ? &*dev : nullptr, choice))
       if (c.contains("candidate") && !t.refused.count(c["candidate"].get<std::string>())) {
         chosen = c["candidate"].get<std::string>();
         rule = c["rule"].get<std::string>();

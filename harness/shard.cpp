@@ -12,21 +12,21 @@ json Shard::to_json() const { return {{"index", index}, {"count", count}}; }
 // More shards than this would leave most of them empty for any spec we ship.
 constexpr int kMaxShards = 100000;
 
+// 0 <= index < count <= kMaxShards, in 64 bits so that no value wraps into range (ownership is hash % count).
+static bool valid_shard(int64_t index, int64_t count) { return count >= 1 && count <= kMaxShards && index >= 0 && index < count; }
+
 Shard Shard::from_json(const json& j, const std::string& where) {
-  Shard s;
-  if (!j.is_object()) return s;
-  const auto number = [&](const char* name, int absent) {
+  if (!j.is_object()) return {};
+  const auto number = [&](const char* name, int64_t absent) {
     if (!j.contains(name)) return absent;
     if (!j[name].is_number_integer()) throw InputError(where + "." + name + ": " + j[name].dump() + " is not an integer");
-    const int64_t v = j[name].get<int64_t>();  // checked wide: a value past INT_MAX must not wrap into range
-    return v < 0 || v > kMaxShards ? -1 : int(v);
+    return j[name].get<int64_t>();
   };
-  s.index = number("index", 0);
-  s.count = number("count", 1);
-  if (s.count < 1 || s.count > kMaxShards || s.index < 0 || s.index >= s.count)  // hash % count: never 0
+  const int64_t index = number("index", 0), count = number("count", 1);
+  if (!valid_shard(index, count))
     throw InputError(where + ": " + j.dump() + "; allowed: index i and count n with 0 <= i < n <= " +
                      std::to_string(kMaxShards));
-  return s;
+  return {int(index), int(count)};
 }
 
 Shard Shard::parse(const std::string& text, const std::string& where) {
@@ -34,17 +34,17 @@ Shard Shard::parse(const std::string& text, const std::string& where) {
                            ", e.g. 0/4";
   const auto slash = text.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) throw InputError(form);
-  Shard s;
+  long long index = 0, count = 0;
   try {
     size_t used_i = 0, used_n = 0;
-    s.index = std::stoi(text.substr(0, slash), &used_i);
-    s.count = std::stoi(text.substr(slash + 1), &used_n);
+    index = std::stoll(text.substr(0, slash), &used_i);
+    count = std::stoll(text.substr(slash + 1), &used_n);
     if (used_i != slash || used_n != text.size() - slash - 1) throw InputError(form);
   } catch (const std::logic_error&) {
     throw InputError(form);
   }
-  if (s.count < 1 || s.count > kMaxShards || s.index < 0 || s.index >= s.count) throw InputError(form);
-  return s;
+  if (!valid_shard(index, count)) throw InputError(form);
+  return {int(index), int(count)};
 }
 
 uint64_t stable_hash(const std::string& text) {

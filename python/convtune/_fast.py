@@ -21,8 +21,7 @@ def call(tag, extra, args, out):
     """The result of a call seen before (out, or a new array), or MISS."""
     try:
         kind = _kind_by_type[type(args[0])]
-        signature = kind.signature
-        ready = _dispatch.fast_calls[tag, extra, tuple(map(signature, args)), None if out is None else signature(out)]
+        ready = _dispatch.fast_calls[_key(kind.signature, tag, extra, args, out)]
     except Exception:  # unseen shapes or kinds, an unhashable argument...: the checked path decides
         return MISS
     pointer = kind.pointer
@@ -40,7 +39,7 @@ def call(tag, extra, args, out):
     return out
 
 
-def _key(signature, tag, extra, args, out):  # call() builds the same key inline: a call less per call
+def _key(signature, tag, extra, args, out):
     return tag, extra, tuple(map(signature, args)), None if out is None else signature(out)
 
 
