@@ -431,10 +431,23 @@ std::string header_model(std::ostringstream& o, const rules::Model& m, int nodes
   o << "};\n// static_features() of each candidate, a row each.\ninline constexpr float " << k << "CandidateFeatures[] = {";
   for (int i = 0; i < m.candidate_count * statics; ++i) o << (i % 8 ? " " : "\n    ") << c_float(m.candidate_features[i]) << ",";
   o << (m.candidate_count * statics > 0 ? "" : "0.0f") << "\n};\n";
+  c_names(o, k + "Traits", m.traits, m.trait_count);
+  for (int q = 0; q < m.quantity_count; ++q) {
+    o << "inline constexpr Step " << k << "Steps" << q << "[] = {";
+    for (int i = 0; i < m.quantities[q].step_count; ++i)
+      o << (i ? ", " : "") << "{" << m.quantities[q].steps[i].op << ", " << m.quantities[q].steps[i].arg << "}";
+    o << "};\n";
+  }
+  o << "inline constexpr Quantity " << k << "Quantities[] = {";
+  for (int q = 0; q < m.quantity_count; ++q)
+    o << (q ? ", " : "") << "{" << c_string(m.quantities[q].name) << ", " << k << "Steps" << q << ", " << m.quantities[q].step_count << "}";
+  o << (m.quantity_count ? "" : "{nullptr, nullptr, 0}") << "};\n";
   return "{" + k + "Variants, " + std::to_string(m.variant_count) + ", " + k + "Numeric, " + std::to_string(m.numeric_count) +
          ", " + k + "StringKeys, " + k + "StringValues, " + std::to_string(m.string_count) + ", " + c_float(m.base) + ", " +
          k + "Nodes, " + k + "Roots, " + std::to_string(m.tree_count) + ", " + k + "Candidates, " +
-         std::to_string(m.candidate_count) + ", " + k + "CandidateFeatures, " + std::to_string(m.depth) + "}";
+         std::to_string(m.candidate_count) + ", " + k + "CandidateFeatures, " + std::to_string(m.depth) + ", " + k +
+         "Quantities, " + std::to_string(m.quantity_count) + ", " + k + "Traits, " + std::to_string(m.trait_count) + ", " +
+         std::to_string(m.sms) + "}";
 }
 
 // One table's arrays, kTable and select(). In a fleet header each table is a namespace of its own.

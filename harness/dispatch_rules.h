@@ -16,6 +16,8 @@ namespace convtune_dispatch {
 constexpr int kMaxDims = 16;      // the family with the most dims has 14
 constexpr int kMaxParams = 12;    // tunables of one candidate (layer_fwd.direct_tiled with an epilogue has 9)
 constexpr int kMaxFeatures = 512;  // a model's features (dims x numeric tunables dominate)
+constexpr int kMaxQuantities = 8;  // quantities a family derives from its dims for its model
+constexpr int kMaxSteps = 32;      // steps of one quantity's program
 
 // A tunable's value: an integer (str_value == nullptr) or a name.
 struct Param {
@@ -35,6 +37,38 @@ struct Entry {
   double median_ms;
   const char* candidate;
 };
+
+// A quantity a family derives from its dims for its model (a layer pass's GEMM extents: what decides how a
+// tile fits, which no single dim shows), as a program of a small stack machine: push a dim (arg: its index)
+// or a constant, or replace the top two values a, b by a + b, a - b, a * b or floor(a / b).
+enum StepOp : int { kPushDim = 0, kPushConstant = 1, kAdd = 2, kSub = 3, kMul = 4, kDiv = 5 };
+struct Step {
+  int op;
+  int64_t arg;
+};
+struct Quantity {
+  const char* name;
+  const Step* steps;
+  int step_count;
+};
+
+// A program's value on dims; 0 where it divides by 0. Programs are checked when a table is read
+// (compile_quantity in harness/dispatch_table.cpp): each step has its operands.
+inline double quantity_value(const Quantity& q, const int64_t* dims) {
+  double stack[kMaxSteps];
+  int top = 0;
+  if (q.step_count > kMaxSteps) return 0;
+  for (int i = 0; i < q.step_count; ++i) {
+    const Step& s = q.steps[i];
+    if (s.op == kPushDim || s.op == kPushConstant) {
+      stack[top++] = s.op == kPushDim ? double(dims[s.arg]) : double(s.arg);
+      continue;
+    }
+    const double b = stack[--top], a = stack[top - 1];
+    stack[top - 1] = s.op == kAdd ? a + b : s.op == kSub ? a - b : s.op == kMul ? a * b : b != 0 ? std::floor(a / b) : 0;
+  }
+  return top == 1 ? stack[0] : 0;
+}
 
 // A performance model of one family: gradient-boosted regression trees over features() that predict
 // log2(median time / the problem's floor), so that candidates of one shape compare by prediction alone.
@@ -62,6 +96,14 @@ struct Model {
   int candidate_count;
   const float* candidate_features;  // static_features() of each candidate, one row each
   int depth;                        // the deepest tree's levels of splits
+  // Optional (a model without them has none of their features): the family's derived quantities; what a
+  // candidate's variant derives from its config (traits, read like integer tunables; a trait named after a
+  // quantity is the candidate's tile along it); the SMs of the table's GPU, over which tiles make waves.
+  const Quantity* quantities;
+  int quantity_count;
+  const char* const* traits;
+  int trait_count;
+  int sms;
 };
 
 // constraint[i]: entries equal in dim i are preferred by the nearest rule (compile-time in kernels);
@@ -110,8 +152,13 @@ inline bool can_run(CanRun check, void* context, const Entry& e, const int64_t* 
   return !check || check(e, dims, context);
 }
 
+// Integer tunables and traits: each read as log2(value + 1), and each against each dim and quantity.
+inline int integer_count(const Model& m) { return m.numeric_count + m.trait_count; }
+
 inline int feature_count(const Model& m, const FamilyInfo& f) {
-  return f.n_dims + 1 + m.variant_count + m.numeric_count + m.string_count + f.n_dims * m.numeric_count;
+  const int q = m.quantity_count, integers = integer_count(m);
+  return f.n_dims + 1 + m.variant_count + integers + m.string_count + f.n_dims * integers +
+         (q ? q + 1 + q * integers + 2 * q + 2 : 0);
 }
 
 inline const Param* find_param(const Entry& c, const char* name) {
@@ -121,16 +168,18 @@ inline const Param* find_param(const Entry& c, const char* name) {
 }
 
 // What the model knows of a candidate alone: its variant and named tunables one-hot, and log2(value + 1) of
-// each integer tunable (-1: absent). Computed once per candidate (Model::candidate_features).
-inline int static_feature_count(const Model& m) { return m.variant_count + m.numeric_count + m.string_count; }
+// each integer tunable and each trait (traits[t], -1 where the variant has none: -1 here). Computed once per
+// candidate (Model::candidate_features).
+inline int static_feature_count(const Model& m) { return m.variant_count + integer_count(m) + m.string_count; }
 
-inline void static_features(const Model& m, const Entry& c, float* out) {
+inline void static_features(const Model& m, const Entry& c, const int64_t* traits, float* out) {
   int n = 0;
   for (int v = 0; v < m.variant_count; ++v) out[n++] = std::strcmp(c.variant, m.variants[v]) == 0 ? 1.0f : 0.0f;
   for (int k = 0; k < m.numeric_count; ++k) {
     const Param* p = find_param(c, m.numeric[k]);
     out[n++] = p && !p->str_value ? float(std::log2(double(p->int_value) + 1.0)) : -1.0f;
   }
+  for (int t = 0; t < m.trait_count; ++t) out[n++] = traits && traits[t] >= 0 ? float(std::log2(double(traits[t]) + 1.0)) : -1.0f;
   for (int s = 0; s < m.string_count; ++s) {
     const Param* p = find_param(c, m.string_keys[s]);
     out[n++] = p && p->str_value && std::strcmp(p->str_value, m.string_values[s]) == 0 ? 1.0f : 0.0f;
@@ -139,8 +188,13 @@ inline void static_features(const Model& m, const Entry& c, float* out) {
 
 // The model's inputs for a candidate (its static_features) on a problem whose dims give log_dims[i] =
 // log2(dims[i] + 1): those and their sum (the size), the static features, and each dim over each integer
-// tunable in log2 (how many tiles, maps or splits the shape makes of it; -100 where the tunable is absent).
-inline int features(const Model& m, const FamilyInfo& f, const double* log_dims, const float* candidate, float* out) {
+// tunable and trait in log2 (how many tiles, maps or splits the shape makes of it; -100 where absent). With
+// quantities (their values on the problem in `quantities`, `tiles[q]` the trait that is the candidate's tile
+// along quantity q or -1): their log2 and its sum, each over each integer tunable and trait, and where the
+// candidate has the tile: log2 of the tiles along it and how full the last is, then log2 of the CTAs (the
+// product of the tile counts) per SM and how full their last wave is (-100 and -1 where absent).
+inline int features(const Model& m, const FamilyInfo& f, const double* log_dims, const double* quantities,
+                    const int* tiles, const float* candidate, float* out) {
   int n = 0;
   double size = 0;
   for (int i = 0; i < f.n_dims; ++i) {
@@ -148,12 +202,54 @@ inline int features(const Model& m, const FamilyInfo& f, const double* log_dims,
     size += log_dims[i];
   }
   out[n++] = float(size);
-  const int statics = static_feature_count(m);
+  const int statics = static_feature_count(m), integers = integer_count(m);
   for (int j = 0; j < statics; ++j) out[n++] = candidate[j];
   const float* logs = candidate + m.variant_count;
   for (int i = 0; i < f.n_dims; ++i)
-    for (int k = 0; k < m.numeric_count; ++k) out[n++] = logs[k] < 0 ? -100.0f : float(log_dims[i] - double(logs[k]));
+    for (int k = 0; k < integers; ++k) out[n++] = logs[k] < 0 ? -100.0f : float(log_dims[i] - double(logs[k]));
+  if (!m.quantity_count) return n;
+  double log_q[kMaxQuantities], sum = 0;
+  for (int q = 0; q < m.quantity_count; ++q) {
+    log_q[q] = std::log2(std::max(quantities[q], 0.0) + 1.0);
+    out[n++] = float(log_q[q]);
+    sum += log_q[q];
+  }
+  out[n++] = float(sum);
+  for (int q = 0; q < m.quantity_count; ++q)
+    for (int k = 0; k < integers; ++k) out[n++] = logs[k] < 0 ? -100.0f : float(log_q[q] - double(logs[k]));
+  double ctas = 1;
+  bool tiled = false;
+  for (int q = 0; q < m.quantity_count; ++q) {
+    const float log_tile = tiles[q] < 0 ? -1.0f : logs[m.numeric_count + tiles[q]];
+    if (log_tile < 0 || quantities[q] < 1) {
+      out[n++] = -100.0f;
+      out[n++] = -1.0f;
+      continue;
+    }
+    const double tile = std::max(1.0, std::round(std::exp2(double(log_tile)) - 1.0));
+    const double count = std::ceil(quantities[q] / tile);
+    out[n++] = float(std::log2(count));
+    out[n++] = float(quantities[q] / (count * tile));
+    ctas *= count;
+    tiled = true;
+  }
+  const double waves = tiled && m.sms > 0 ? ctas / m.sms : 0;
+  out[n++] = waves > 0 ? float(std::log2(waves)) : -100.0f;
+  out[n++] = waves > 0 ? float(waves / std::ceil(waves)) : -1.0f;
   return n;
+}
+
+// The trait that is the tile along each quantity (the one of the same name), or -1.
+inline void quantity_tiles(const Model& m, int* tiles) {
+  for (int q = 0; q < m.quantity_count; ++q) {
+    tiles[q] = -1;
+    for (int t = 0; t < m.trait_count; ++t)
+      if (std::strcmp(m.quantities[q].name, m.traits[t]) == 0) tiles[q] = t;
+  }
+}
+
+inline void quantity_values(const Model& m, const int64_t* dims, double* out) {
+  for (int q = 0; q < m.quantity_count; ++q) out[q] = quantity_value(m.quantities[q], dims);
 }
 
 inline void log_dims_of(const FamilyInfo& f, const int64_t* dims, double* out) {
@@ -209,15 +305,19 @@ constexpr int kMaxCandidates = 256;  // a model's candidates
 // m.candidates in `out` (and the predictions in `predicted`, if given). Returns how many (<= k).
 inline int rank_by_model(const Model& m, const FamilyInfo& f, const int64_t* dims, CanRun check, void* context,
                          int* out, float* predicted, int k) {
-  if (feature_count(m, f) > kMaxFeatures || m.candidate_count > kMaxCandidates) return 0;
+  if (feature_count(m, f) > kMaxFeatures || m.candidate_count > kMaxCandidates || m.quantity_count > kMaxQuantities)
+    return 0;
   float x[kWalkTogether][kMaxFeatures], y[kMaxCandidates];  // (16 KiB of stack: features a few rows at a time)
   bool taken[kMaxCandidates] = {};
-  double log_dims[kMaxDims];
+  double log_dims[kMaxDims], quantities[kMaxQuantities];
+  int tiles[kMaxQuantities];
   log_dims_of(f, dims, log_dims);
+  quantity_values(m, dims, quantities);
+  quantity_tiles(m, tiles);
   for (int first = 0; first < m.candidate_count; first += kWalkTogether) {
     const int n = std::min(kWalkTogether, m.candidate_count - first);
     for (int c = 0; c < n; ++c)
-      features(m, f, log_dims, m.candidate_features + (first + c) * static_feature_count(m), x[c]);
+      features(m, f, log_dims, quantities, tiles, m.candidate_features + (first + c) * static_feature_count(m), x[c]);
     predict_rows(m, x, n, y + first);
   }
   const int n = take_lowest(y, m.candidate_count, taken, out, k,

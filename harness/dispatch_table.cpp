@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "harness/error.h"
 #include "harness/family.h"
@@ -31,6 +32,37 @@ std::string where_of(const json& table) {
 }
 
 }  // namespace
+
+std::vector<rules::Step> compile_quantity(const std::string& program, const std::vector<std::string>& dims,
+                                          const std::string& where) {
+  std::vector<rules::Step> steps;
+  std::istringstream tokens(program);
+  int depth = 0;
+  for (std::string token; tokens >> token;) {
+    const size_t op = std::string("+-*/").find(token);
+    if (token.size() == 1 && op != std::string::npos) {
+      if (depth < 2) throw InputError(where + ": '" + token + "' without two values before it in \"" + program + "\"");
+      steps.push_back({rules::kAdd + int(op), 0});
+      --depth;
+      continue;
+    }
+    const auto dim = std::find(dims.begin(), dims.end(), token);
+    if (dim != dims.end()) {
+      steps.push_back({rules::kPushDim, int64_t(dim - dims.begin())});
+    } else if (token.find_first_not_of("0123456789") == std::string::npos && token.size() < 10) {
+      steps.push_back({rules::kPushConstant, std::stoll(token)});
+    } else {
+      std::string allowed;
+      for (const auto& d : dims) allowed += d + ", ";
+      throw InputError(where + ": '" + token + "' in \"" + program + "\"; allowed: " + allowed + "integers, + - * /");
+    }
+    ++depth;
+  }
+  if (depth != 1 || steps.size() > size_t(rules::kMaxSteps))
+    throw InputError(where + ": \"" + program + "\" must leave one value in at most " + std::to_string(rules::kMaxSteps) +
+                     " steps");
+  return steps;
+}
 
 json entry_candidate(const rules::Entry& e) {
   json config = json::object();
@@ -186,6 +218,43 @@ bool model_fits_dims(const json& m, const rules::FamilyInfo& f) {
   return true;
 }
 
+// A model's optional quantities, traits and SM count (rules::Model): absent in models made before them.
+void compile_model_extras(DispatchTable& t, CompiledTable& c, const rules::FamilyInfo& f, const json& m,
+                          const std::string& where, rules::Model& out) {
+  const std::vector<std::string> dims(f.dims, f.dims + f.n_dims);
+  std::vector<rules::Quantity>& quantities = c.quantity_lists.emplace_back();
+  for (const json& q : m.value("quantities", json::array())) {
+    const std::string name = q.at("name").get<std::string>();
+    const std::vector<rules::Step>& steps =
+        c.step_lists.emplace_back(compile_quantity(q.at("program").get<std::string>(), dims, where + ": quantity " + name));
+    quantities.push_back({t.text(name), steps.data(), int(steps.size())});
+  }
+  if (quantities.size() > size_t(rules::kMaxQuantities))
+    throw InputError(where + ": " + std::to_string(quantities.size()) + " quantities; allowed: at most " +
+                     std::to_string(rules::kMaxQuantities));
+  out.quantities = quantities.data();
+  out.quantity_count = int(quantities.size());
+  const auto traits = m.contains("traits") ? strings_at(m, "traits", where) : std::vector<std::string>{};
+  out.traits = name_array(t, c, traits);
+  out.trait_count = int(traits.size());
+  out.sms = m.value("sms", 0);
+}
+
+// A model candidate's traits in the model's order (-1: none); a trait the model does not list is refused.
+std::vector<int64_t> candidate_traits(const rules::Model& m, const json& cand, const std::string& where) {
+  std::vector<int64_t> out(size_t(m.trait_count), -1);
+  const json traits = cand.value("traits", json::object());
+  for (const auto& [name, value] : traits.items()) {
+    int i = 0;
+    while (i < m.trait_count && name != m.traits[i]) ++i;
+    if (i == m.trait_count || !value.is_number_integer())
+      throw InputError(where + ": candidate " + cand.value("candidate", std::string("?")) + " has trait '" + name +
+                       "', which is not an integer trait of the model");
+    out[size_t(i)] = value.get<int64_t>();
+  }
+  return out;
+}
+
 rules::Model compile_model(DispatchTable& t, CompiledTable& c, const rules::FamilyInfo& f, const json& m,
                            const std::string& where) {
   try {
@@ -203,6 +272,7 @@ rules::Model compile_model(DispatchTable& t, CompiledTable& c, const rules::Fami
     out.string_keys = name_array(t, c, keys);
     out.string_values = name_array(t, c, values);
     out.string_count = int(keys.size());
+    compile_model_extras(t, c, f, m, where, out);
     const int features = rules::feature_count(out, f);
     if (features > rules::kMaxFeatures || m.at("feature_count").get<int>() != features)
       throw InputError(where + ": made for " + m["feature_count"].dump() + " features, the family's dims and its tunables give " +
@@ -225,8 +295,12 @@ rules::Model compile_model(DispatchTable& t, CompiledTable& c, const rules::Fami
     out.candidates = cands.data();
     out.candidate_count = int(cands.size());
     std::vector<float>& statics = c.feature_lists.emplace_back(cands.size() * size_t(rules::static_feature_count(out)));
-    for (size_t i = 0; i < cands.size(); ++i)
-      rules::static_features(out, cands[i], statics.data() + i * size_t(rules::static_feature_count(out)));
+    size_t i = 0;
+    for (const json& cand : m.at("candidates")) {
+      const std::vector<int64_t> traits = candidate_traits(out, cand, where);
+      rules::static_features(out, cands[i], traits.data(), statics.data() + i * size_t(rules::static_feature_count(out)));
+      ++i;
+    }
     out.candidate_features = statics.data();
     return out;
   } catch (const json::exception& e) {

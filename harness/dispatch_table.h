@@ -40,6 +40,8 @@ struct CompiledTable {
   std::deque<std::vector<int>> root_lists;
   std::deque<std::vector<float>> feature_lists;
   std::deque<std::vector<const char*>> name_lists;
+  std::deque<std::vector<rules::Step>> step_lists;
+  std::deque<std::vector<rules::Quantity>> quantity_lists;
 
   // An entry's variant and config, looked up once: a lookup asks can_implement of up to dozens of candidates,
   // and finding a variant by name and rebuilding its config each time cost more than the rules themselves.
@@ -83,6 +85,12 @@ class DispatchTable {
   std::vector<rules::Table> views_;  // for rules::pick_table
   void compile(const json& table, CompiledTable& out);
 };
+
+// A model quantity's program (Family::model_quantities: postfix over the family's dims, integers and
+// + - * /) as the rules' steps. Throws InputError naming `where` and the token: an unknown name, an operator
+// without its two operands, or a program that does not leave exactly one value.
+std::vector<rules::Step> compile_quantity(const std::string& program, const std::vector<std::string>& dims,
+                                          const std::string& where);
 
 // A candidate of a table as JSON: {"variant", "config", "candidate"}.
 json entry_candidate(const rules::Entry& e);

@@ -35,6 +35,10 @@ class Family {
   // Dims an entry must equal to be used at all, not merely preferred: they decide what a config may do
   // (precision: whether TF32 math may run). A problem with no such entry gets the family's default.
   virtual std::vector<std::string> required_dims() const { return {}; }
+  // Quantities the dispatch model derives from the dims (name, program), where no single dim shows what
+  // decides the winner (a layer pass's GEMM extents). A program is postfix over the dims' names and
+  // integers with + - * / (floor), e.g. "h pad_h 2 * + r - u / 1 +" (harness/dispatch_rules.h runs it).
+  virtual std::vector<std::pair<std::string, std::string>> model_quantities() const { return {}; }
 
   // References in float64. The CPU one is simple and slow (it checks the GPU one in tests); the GPU one
   // checks full outputs at real sizes. Inputs in operands() order.

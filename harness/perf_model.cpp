@@ -15,6 +15,7 @@
 #endif
 
 #include "harness/dispatch_rules.h"
+#include "harness/dispatch_table.h"
 #include "harness/error.h"
 #include "harness/family.h"
 #include "harness/records.h"
@@ -57,6 +58,13 @@ ModelOptions ModelOptions::from_env() {
 namespace {
 
 constexpr size_t kMinModelProblems = 3;
+
+// What a candidate's variant derives from its config for the model (Variant::model_traits); none for a
+// variant not registered here.
+std::vector<std::pair<std::string, int64_t>> traits_of(const std::string& variant, const json& config) {
+  const Variant* v = Registry::instance().find(variant);
+  return v ? v->model_traits(config) : std::vector<std::pair<std::string, int64_t>>{};
+}
 
 // One family's training set: the latest ok full-fidelity record of each (problem, candidate), and the
 // candidates that gave a wrong result or failed at run time on any problem.
@@ -121,18 +129,24 @@ std::vector<json> model_candidates(const json& table, const std::string& family,
   }
   std::sort(ranked.begin(), ranked.end());
   std::vector<json> out;
-  for (size_t i = 0; i < ranked.size() && i < cap; ++i) out.push_back(named[ranked[i].second]);
+  for (size_t i = 0; i < ranked.size() && i < cap; ++i) {
+    json c = named[ranked[i].second];
+    const auto traits = traits_of(c.at("variant").get<std::string>(), c.at("config"));
+    if (!traits.empty()) c["traits"] = json(std::map<std::string, int64_t>(traits.begin(), traits.end()));
+    out.push_back(std::move(c));
+  }
   return out;
 }
 
 // The feature layout of a family's model: its variants, integer tunables and (name, value) pairs, sorted.
+// With the family's model quantities (name, program) and its variants' traits.
 struct Layout {
-  std::vector<std::string> variants, numeric;
-  std::vector<std::pair<std::string, std::string>> strings;
+  std::vector<std::string> variants, numeric, traits;
+  std::vector<std::pair<std::string, std::string>> strings, quantities;
 };
 
-Layout layout_of(const FamilyData& data) {
-  std::set<std::string> variants, numeric;
+Layout layout_of(const std::string& family, const FamilyData& data) {
+  std::set<std::string> variants, numeric, traits;
   std::set<std::pair<std::string, std::string>> strings;
   for (const auto& [key, r] : data.latest) {
     variants.insert(r->at("variant").get<std::string>());
@@ -141,13 +155,17 @@ Layout layout_of(const FamilyData& data) {
       if (v.is_string()) strings.insert({k, v.get<std::string>()});
       else numeric.insert(k);
     }
+    for (const auto& [name, value] : traits_of(r->at("variant").get<std::string>(), config)) traits.insert(name);
   }
-  return {{variants.begin(), variants.end()}, {numeric.begin(), numeric.end()}, {strings.begin(), strings.end()}};
+  return {{variants.begin(), variants.end()}, {numeric.begin(), numeric.end()}, {traits.begin(), traits.end()},
+          {strings.begin(), strings.end()}, find_family(family).model_quantities()};
 }
 
 // The layout as the rules see it; `names` holds the text it points into.
 struct RulesLayout {
-  std::vector<const char*> variants, numeric, keys, values;
+  std::vector<const char*> variants, numeric, keys, values, traits;
+  std::vector<std::vector<rules::Step>> steps;
+  std::vector<rules::Quantity> quantities;
   rules::Model model{};
   rules::FamilyInfo family{};
 };
@@ -168,6 +186,24 @@ void fill_rules_layout(const Layout& l, const std::string& family, RulesLayout& 
   out.model.string_count = int(out.keys.size());
   out.family.name = family.c_str();
   out.family.n_dims = int(find_family(family).dims().size());
+  std::vector<std::string> dims;
+  for (const auto& d : find_family(family).dims()) dims.push_back(d.name);
+  for (const auto& [name, program] : l.quantities) out.steps.push_back(compile_quantity(program, dims, family + " quantity " + name));
+  for (size_t i = 0; i < l.quantities.size(); ++i)
+    out.quantities.push_back({l.quantities[i].first.c_str(), out.steps[i].data(), int(out.steps[i].size())});
+  for (const auto& t : l.traits) out.traits.push_back(t.c_str());
+  out.model.quantities = out.quantities.data();
+  out.model.quantity_count = int(out.quantities.size());
+  out.model.traits = out.traits.data();
+  out.model.trait_count = int(out.traits.size());
+}
+
+// A record's traits in the layout's order (-1: none).
+std::vector<int64_t> record_traits(const Layout& l, const json& r) {
+  std::vector<int64_t> out(l.traits.size(), -1);
+  for (const auto& [name, value] : traits_of(r.at("variant").get<std::string>(), r.value("config", json::object())))
+    out[size_t(std::find(l.traits.begin(), l.traits.end(), name) - l.traits.begin())] = value;
+  return out;
 }
 
 // A record's candidate as a rules::Entry; its text stays in `r`.
@@ -265,9 +301,13 @@ json fit_trees(const std::vector<float>& x, const std::vector<float>& y, const s
 }
 
 json fit_family(const json& table, const std::string& family, const FamilyData& data, const ModelOptions& o) {
-  const Layout layout = layout_of(data);
+  const Layout layout = layout_of(family, data);
   RulesLayout rl;
   fill_rules_layout(layout, family, rl);
+  const json device = table.value("device", json::object());
+  rl.model.sms = device.is_object() && device.value("sms", json()).is_number_integer() ? device["sms"].get<int>() : 0;
+  int tiles[rules::kMaxQuantities];
+  rules::quantity_tiles(rl.model, tiles);
   const int columns = rules::feature_count(rl.model, rl.family);
   if (columns > rules::kMaxFeatures) return nullptr;
   // Targets: log2(time / floor), clipped at clip above the problem's best.
@@ -292,11 +332,12 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
     std::vector<std::string> text;
     text.reserve(2 * rules::kMaxParams + 1);
     const rules::Entry e = record_entry(*r, text);
-    double log_dims[rules::kMaxDims];
+    double log_dims[rules::kMaxDims], quantities[rules::kMaxQuantities];
     rules::log_dims_of(rl.family, shapes[key.first].first.data(), log_dims);
+    rules::quantity_values(rl.model, shapes[key.first].first.data(), quantities);
     std::vector<float> statics(size_t(rules::static_feature_count(rl.model)));
-    rules::static_features(rl.model, e, statics.data());
-    rules::features(rl.model, rl.family, log_dims, statics.data(), row.data());
+    rules::static_features(rl.model, e, record_traits(layout, *r).data(), statics.data());
+    rules::features(rl.model, rl.family, log_dims, quantities, tiles, statics.data(), row.data());
     x.insert(x.end(), row.begin(), row.begin() + columns);
     const double t = targets[i++];
     y.push_back(float(std::min(t, best[key.first] + o.clip) - (o.relative ? best[key.first] : 0.0)));
@@ -308,7 +349,7 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
   for (const auto& [k, v] : layout.strings) strings.push_back({k, v});
   json dim_names = json::array();
   for (const auto& d : find_family(family).dims()) dim_names.push_back(d.name);
-  return {{"dims", dim_names},
+  json model = {{"dims", dim_names},
           {"variants", layout.variants},
           {"numeric", layout.numeric},
           {"strings", strings},
@@ -318,6 +359,14 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
           {"candidates", model_candidates(table, family, data, o.max_candidates)},
           {"fit", {{"rows", y.size()}, {"problems", data.problems.size()}, {"rounds", o.rounds}, {"depth", o.depth},
                    {"eta", o.eta}, {"clip", o.clip}, {"near_weight", o.near_weight}, {"relative", o.relative}}}};
+  if (!layout.quantities.empty()) {  // models without them read as before
+    json quantities = json::array();
+    for (const auto& [name, program] : layout.quantities) quantities.push_back({{"name", name}, {"program", program}});
+    model["quantities"] = quantities;
+    model["sms"] = rl.model.sms;
+  }
+  if (!layout.traits.empty()) model["traits"] = layout.traits;
+  return model;
 }
 
 }  // namespace

@@ -87,6 +87,10 @@ class Variant {
   // programs() take a resolved config; can_implement() and prepare() resolve for themselves.
   virtual Config resolve(const Problem&, const Config& c, const DeviceInfo&) const { return c; }
   virtual Cost cost(const Problem& p, const Config& c) const = 0;
+  // What the dispatch model may know of a config beyond its tunables (harness/dispatch_rules.h): integers
+  // derived from it alone. One named after a family's model quantity is the config's tile along it (a GEMM
+  // variant's CTA tile along gemm_m and gemm_n), from which the model counts tiles and waves on any shape.
+  virtual std::vector<std::pair<std::string, int64_t>> model_traits(const Config&) const { return {}; }
   // The problem matters: the rounding of a long direct sum grows with its length.
   virtual Tolerance tolerance(const Problem&, const Config&) const { return kDirectFp32Tolerance; }
   // The NVRTC programs this config needs (CPU tests compile them all without a GPU).

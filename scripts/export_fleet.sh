@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 H=results/nvidia-h100-80gb-hbm3 G=results/nvidia-h200
-args=("$H/default-20261126-052059" "$G/default-20261126-051130" -o results/fleet-h100-h200)
+args=("$H/default-20261126-052059" "$G/default-20261126-051130" -o "${FLEET_OUT:-results/fleet-h100-h200}")
 for r in "$H"/default-20261128-013355 "$G"/default-20261128-134540 "$G"/default-20261128-102817 "$G"/default-20261128-012633 "$H"/default-20261127-230147 "$H"/default-20261126-031501 "$H"/default-20261126-014032 "$H"/default-20261125-235916 "$H"/layers-20261125-234835 \
          "$H"/layers-20261126-002543 "$H"/default-20261125-215157 "$H"/layers-20261125-215851 "$H"/layers-20261125-221439 \
          "$H"/default-20261125-184705 "$G"/default-20261126-032356 "$G"/default-20261126-014913 "$G"/default-20261126-000856 \
@@ -15,7 +15,8 @@ for r in "$H"/conv2d-20261126-041142 "$H"/conv2d-register-tiled-20261123-161324 
          "$H"/conv1d-20261123-105416 "$H"/networks-20261127-132257 "$G"/conv2d-20261126-040726 \
          "$H"/conv1d-short-20261128-013244 "$G"/conv1d-short-20261128-012530 "$H"/networks-large-filters-20261128-042442 \
          "$G"/networks-20261128-043101 "$G"/networks-large-filters-20261128-042913 \
-         "$G"/networks-bwd-filter-waves-20261128-101922 "$G"/networks-large-filters-bwd-filter-waves-20261128-102533; do
+         "$G"/networks-bwd-filter-waves-20261128-101922 "$G"/networks-large-filters-bwd-filter-waves-20261128-102533 \
+         "$G"/networks-rest-20261128-155709 "$G"/networks-varied-20261128-160213; do
   args+=(--train "$r")
 done
 build/convtune export "${args[@]}"

@@ -283,6 +283,73 @@ TEST(DispatchModel, CorruptModelsAreRefusedNamingWhatIsWrong) {
   EXPECT_TRUE(contains(refusal([&](json& m) { m["trees"][0]["no"][first_leaf(m["trees"][0])] = -2; }), "a leaf with links"));
 }
 
+// The model's layer families carry their quantities and the GEMM variants' traits; a program that names no
+// dim, a trait the model does not list, or a program that leaves no single value is refused, naming it.
+TEST(DispatchModel, CorruptQuantitiesAndTraitsAreRefusedNamingThem) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const json& good = shipped().table;
+  const json& fwd = good["model"]["families"]["layer_fwd"];
+  ASSERT_EQ(fwd["quantities"].size(), 3u);
+  EXPECT_EQ(fwd["traits"], json({"gemm_m", "gemm_n"}));
+  EXPECT_GT(fwd["sms"].get<int>(), 0);
+  auto refusal = [&](const std::function<void(json&)>& harm) {
+    json t = good;
+    harm(t["model"]["families"]["layer_fwd"]);
+    return input_error([&] { DispatchTable table(t); });
+  };
+  const std::string unknown = refusal([](json& m) { m["quantities"][0]["program"] = "n height *"; });
+  EXPECT_TRUE(contains(unknown, "quantity gemm_m") && contains(unknown, "'height'") && contains(unknown, "allowed: n, c,"))
+      << unknown;
+  EXPECT_TRUE(contains(refusal([](json& m) { m["quantities"][1]["program"] = "k *"; }), "'*' without two values"));
+  EXPECT_TRUE(contains(refusal([](json& m) { m["quantities"][2]["program"] = "c r"; }), "must leave one value"));
+  const std::string trait = refusal([](json& m) {
+    for (json& c : m["candidates"])
+      if (c.contains("traits")) c["traits"]["gemm_q"] = 4;
+  });
+  EXPECT_TRUE(contains(trait, "trait 'gemm_q'")) << trait;
+}
+
+// What the quantities add to a candidate's features, on a hand-made model: one quantity of 1000 (a program
+// over the one dim), a trait of 64 along it, 4 SMs: 16 tiles, the last 1000/1024 full, 4 waves, all full.
+TEST(DispatchModel, QuantityFeaturesCountTilesAndWaves) {
+  namespace r = convtune_dispatch;
+  const r::Step steps[] = {{r::kPushDim, 0}, {r::kPushConstant, 10}, {r::kMul, 0}};  // d * 10
+  const r::Quantity quantity{"extent", steps, 3};
+  const char* traits[] = {"extent"};
+  r::Model m{};
+  m.quantities = &quantity;
+  m.quantity_count = 1;
+  m.traits = traits;
+  m.trait_count = 1;
+  m.sms = 4;
+  r::FamilyInfo f{};
+  f.n_dims = 1;
+  const int64_t dims[] = {100};
+  ASSERT_EQ(r::feature_count(m, f), 1 + 1 + 1 + 1 + 1 + 1 + 1 + 2 + 2);
+  const int64_t tile[] = {64};
+  float statics[1], x[16];
+  r::static_features(m, r::Entry{}, tile, statics);
+  EXPECT_FLOAT_EQ(statics[0], float(std::log2(65.0)));
+  double log_dims[1], quantities[1];
+  int tiles[1];
+  r::log_dims_of(f, dims, log_dims);
+  r::quantity_values(m, dims, quantities);
+  r::quantity_tiles(m, tiles);
+  EXPECT_EQ(quantities[0], 1000.0);
+  EXPECT_EQ(tiles[0], 0);
+  ASSERT_EQ(r::features(m, f, log_dims, quantities, tiles, statics, x), r::feature_count(m, f));
+  EXPECT_FLOAT_EQ(x[4], float(std::log2(1001.0)));  // the quantity, after dim, size, trait, dim - trait
+  EXPECT_FLOAT_EQ(x[7], 4.0f);                       // log2(16 tiles)
+  EXPECT_FLOAT_EQ(x[8], float(1000.0 / 1024.0));     // the last tile's fill
+  EXPECT_FLOAT_EQ(x[9], 2.0f);                       // log2(16 CTAs / 4 SMs)
+  EXPECT_FLOAT_EQ(x[10], 1.0f);                      // 4 full waves
+  const int64_t none[] = {-1};
+  r::static_features(m, r::Entry{}, none, statics);
+  r::features(m, f, log_dims, quantities, tiles, statics, x);
+  EXPECT_EQ(x[7], -100.0f);  // no tile: no counts, no waves
+  EXPECT_EQ(x[9], -100.0f);
+}
+
 // The shipped fleet's models, compiled by the runtime's loader, predict what their JSON trees say, walked
 // here directly (a split goes "yes" when the feature is below the threshold; a leaf has feature -1): links
 // made absolute, leaves linked to themselves, the depth right. Needs no XGBoost: the fleet table carries

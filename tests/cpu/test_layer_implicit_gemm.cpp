@@ -13,6 +13,7 @@
 #include "harness/family.h"
 #include "harness/runner.h"
 #include "harness/variant.h"
+#include "harness/dispatch_table.h"
 #include "variants/layer_common/implicit_gemm.h"
 #include "variants/layer_common/layer_epilogue.h"
 #include "variants/layer_common/layer_variant.h"
@@ -364,4 +365,76 @@ TEST(LayerImplicitGemm, BackwardFilterOnAFullGridCanRunUnsplit) {
       unsplit_tiles.insert(c.at("tile").get<std::string>());
   EXPECT_TRUE(unsplit_tiles.count("128x64x16")) << "no unsplit 128x64 tensor-core config";
   EXPECT_TRUE(unsplit_tiles.count("128x64x8")) << "no unsplit 128x64 SIMT config";
+}
+
+namespace {
+
+// The value of "-DNAME=value" among a program's options, or -1.
+int64_t define_value(const JitProgram& prog, const std::string& name) {
+  for (const std::string& o : prog.options)
+    if (o.rfind("-D" + name + "=", 0) == 0) return std::stoll(o.substr(name.size() + 3));
+  return -1;
+}
+
+}  // namespace
+
+// The dispatch model's quantities of each layer pass (Family::model_quantities, run by the rules' stack
+// machine) are that pass's GEMM extents, as the kernels' gathers define them, on the test shapes and on
+// random ones (strides, padding and non-square filters included).
+TEST(LayerModelQuantities, AreThePassesGemmExtents) {
+  std::mt19937 rng(5);
+  for (const char* family : kImplicitPasses) {
+    const Family& f = find_family(family);
+    std::vector<std::string> dims;
+    for (const auto& d : f.dims()) dims.push_back(d.name);
+    const auto quantities = f.model_quantities();
+    ASSERT_EQ(quantities.size(), 3u) << family;
+    std::vector<Problem> shapes = f.test_problems();
+    while (shapes.size() < 60) {
+      auto pick = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+      const int64_t r = pick(1, 7), s = pick(1, 7);
+      Problem p = layer_problem(family, f.dims(), {pick(1, 9), pick(1, 70), pick(r, 60), pick(s, 60), pick(1, 70), r, s,
+                                                   pick(0, r - 1), pick(0, s - 1), pick(1, 3), pick(1, 3)});
+      shapes.push_back(p);
+    }
+    for (const Problem& p : shapes) {
+      const GemmPass pass = std::string(family) == "layer_fwd"        ? GemmPass::forward
+                            : std::string(family) == "layer_bwd_data" ? GemmPass::bwd_data
+                                                                      : GemmPass::bwd_filter;
+      const GemmExtent e = gemm_extent(pass, LayerShape(p));
+      std::vector<int64_t> values;
+      for (const auto& d : dims) values.push_back(p.at(d));
+      const int64_t want[3] = {e.m, e.n, e.t};
+      for (size_t q = 0; q < 3; ++q) {
+        const auto steps = compile_quantity(quantities[q].second, dims, family);
+        const convtune_dispatch::Quantity quantity{quantities[q].first.c_str(), steps.data(), int(steps.size())};
+        EXPECT_EQ(convtune_dispatch::quantity_value(quantity, values.data()), double(want[q]))
+            << family << " " << quantities[q].first << " on " << p.key();
+      }
+    }
+  }
+}
+
+// A GEMM variant's traits are the CTA tile its kernel is compiled with (BM or 64 x WGS, and BN), along the
+// quantities of the same names: from them the model counts a shape's tiles and waves.
+TEST(LayerModelQuantities, GemmVariantsTraitsAreTheirCompiledTiles) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  int checked = 0;
+  for (const char* family : kImplicitPasses)
+    for (const std::string strategy : {"implicit_gemm", "implicit_gemm_wgmma", "implicit_gemm_wgmma_ws"}) {
+      const Variant* v = Registry::instance().find(std::string(family) + "." + strategy);
+      if (!v) continue;
+      const Problem p = big_shapes(family).front();
+      for (const Config& c : v->space(p, dev).enumerate()) {
+        if (!v->can_implement(p, c, dev).ok) continue;
+        const auto traits = v->model_traits(c);
+        ASSERT_EQ(traits.size(), 2u) << v->name();
+        const JitProgram prog = v->programs(p, v->resolve(p, c, dev)).front();
+        const int64_t bm = define_value(prog, "BM") > 0 ? define_value(prog, "BM") : 64 * define_value(prog, "WGS");
+        EXPECT_EQ(traits[0], std::make_pair(std::string("gemm_m"), bm)) << v->name() << " " << c.dump();
+        EXPECT_EQ(traits[1], std::make_pair(std::string("gemm_n"), define_value(prog, "BN"))) << v->name() << " " << c.dump();
+        ++checked;
+      }
+    }
+  EXPECT_GE(checked, 20);
 }

@@ -22,6 +22,9 @@ class LayerBwdDataFamily : public LayerConvolutionFamily {
            "no ReLU): dx[n,c,y,x] = sum of dy[n,k,p,q] w[k,c,i,j] over p*u-pad_h+i = y, q*v-pad_w+j = x; "
            "precision 0 = strict fp32, 1 = tf32 allowed";
   }
+  std::vector<std::pair<std::string, std::string>> model_quantities() const override {
+    return gemm_quantities("n h * w *", "c", "k r * s *");
+  }
   std::vector<Operand> operands(const Problem& p) const override {
     const LayerShape l(p);
     return {{"dy", l.y_elements()}, {"filter", l.filter_elements()}, {"dx", l.x_elements()}};

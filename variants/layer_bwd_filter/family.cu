@@ -39,6 +39,9 @@ class LayerBwdFilterFamily : public LayerConvolutionFamily {
            "the filter: dw[k,c,i,j] = sum_{n,p,q} x[n,c,p*u-pad_h+i,q*v-pad_w+j] dy[n,k,p,q], zero padding; "
            "precision 0 = strict fp32, 1 = tf32 allowed";
   }
+  std::vector<std::pair<std::string, std::string>> model_quantities() const override {
+    return gemm_quantities("k", "c r * s *", output_pixels());
+  }
   std::vector<Operand> operands(const Problem& p) const override {
     const LayerShape l(p);
     return {{"x", l.x_elements()}, {"dy", l.y_elements()}, {"dw", l.filter_elements()}};

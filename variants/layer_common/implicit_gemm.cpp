@@ -170,6 +170,13 @@ Status ImplicitGemmVariant::constraints(const LayerShape& l, const Config& c, co
   return Status::yes();
 }
 
+// The CTA tile along the pass's GEMM extents (the family's model quantities gemm_m and gemm_n).
+std::vector<std::pair<std::string, int64_t>> ImplicitGemmVariant::model_traits(const Config& c) const {
+  const GemmTile* tile = c.contains("tile") && c["tile"].is_string() ? find_gemm_tile(c["tile"].get<std::string>()) : nullptr;
+  if (!tile) return {};
+  return {{"gemm_m", tile->bm}, {"gemm_n", tile->bn}};
+}
+
 Cost ImplicitGemmVariant::cost(const Problem& prob, const Config& c) const {
   const LayerShape l(prob);
   const GemmExtent e = gemm_extent(pass_, l);

@@ -43,6 +43,17 @@ class LayerConvolutionFamily : public Family {
   std::vector<std::string> required_dims() const override { return {"precision"}; }
 
  protected:
+  // The pass's GEMM extents (implicit_gemm.h's gemm_extent: D is gemm_m x gemm_n, each a sum over gemm_t) as
+  // the dispatch model's quantities: the GEMM variants' tiles are along gemm_m and gemm_n (their traits).
+  // Programs in postfix over the dims; kOutRows and kOutCols are the output's P and Q.
+  static constexpr const char* kOutRows = "h pad_h 2 * + r - u / 1 +";
+  static constexpr const char* kOutCols = "w pad_w 2 * + s - v / 1 +";
+  static std::vector<std::pair<std::string, std::string>> gemm_quantities(const std::string& m, const std::string& n,
+                                                                         const std::string& t) {
+    return {{"gemm_m", m}, {"gemm_n", n}, {"gemm_t", t}};
+  }
+  static std::string output_pixels() { return std::string("n ") + kOutRows + " * " + kOutCols + " *"; }
+
   // Dims of the operation itself, between the shape and precision.
   virtual std::vector<DimSpec> operation_dims() const { return {}; }
 };

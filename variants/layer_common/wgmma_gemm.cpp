@@ -145,6 +145,12 @@ Status WgmmaGemmVariant::split_rules(const LayerShape& l, const Config& c, const
   return few.ok ? split_not_too_many(tiles(l, c), split, dev) : few;
 }
 
+// The CTA tile along the pass's GEMM extents (the family's model quantities gemm_m and gemm_n).
+std::vector<std::pair<std::string, int64_t>> WgmmaGemmVariant::model_traits(const Config& c) const {
+  if (!c.contains("warpgroups") || !c.contains("tile_n")) return {};
+  return {{"gemm_m", tile_m(c)}, {"gemm_n", tile_n(c)}};
+}
+
 Cost WgmmaGemmVariant::cost(const Problem& prob, const Config& c) const {
   const LayerShape l(prob);
   const GemmExtent e = wgmma_extent(pass_, l);

@@ -21,6 +21,7 @@ class WgmmaGemmVariant : public JitLayerVariant {
   ParamSpace space(const Problem& p, const DeviceInfo& dev) const override;
   Config resolve(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
   Cost cost(const Problem& p, const Config& c) const override;
+  std::vector<std::pair<std::string, int64_t>> model_traits(const Config& c) const override;
   Tolerance tolerance(const Problem& p, const Config& c) const override;
   int complexity() const override { return 5; }
 

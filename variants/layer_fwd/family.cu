@@ -23,6 +23,9 @@ class LayerFwdFamily : public LayerConvolutionFamily {
            "x[n,c,p*u-pad_h+i,q*v-pad_w+j] w[k,c,i,j] (+ bias[k]), then the activation relu (0 none, "
            "1 ReLU, 2 sigmoid, 3 tanh), zero padding, P = (h+2pad_h-r)/u+1; precision 0 = strict fp32, 1 = tf32 allowed";
   }
+  std::vector<std::pair<std::string, std::string>> model_quantities() const override {
+    return gemm_quantities(output_pixels(), "k", "c r * s *");
+  }
   std::vector<Operand> operands(const Problem& p) const override {
     const LayerShape l(p);
     const double w_amplitude = squashes(activation_of(p)) ? unit_sum_amplitude(forward_sum_length(l)) : 1.0;
