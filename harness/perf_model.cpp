@@ -188,6 +188,9 @@ void fill_rules_layout(const Layout& l, const std::string& family, RulesLayout& 
   out.family.n_dims = int(find_family(family).dims().size());
   std::vector<std::string> dims;
   for (const auto& d : find_family(family).dims()) dims.push_back(d.name);
+  if (l.quantities.size() > size_t(rules::kMaxQuantities))
+    throw InputError(family + ": " + std::to_string(l.quantities.size()) + " model quantities; allowed: at most " +
+                     std::to_string(rules::kMaxQuantities));
   for (const auto& [name, program] : l.quantities) out.steps.push_back(compile_quantity(program, dims, family + " quantity " + name));
   for (size_t i = 0; i < l.quantities.size(); ++i)
     out.quantities.push_back({l.quantities[i].first.c_str(), out.steps[i].data(), int(out.steps[i].size())});
