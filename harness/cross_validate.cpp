@@ -73,7 +73,8 @@ json cross_validate(const json& summary, const std::vector<json>& records, int f
     json plain = table;
     plain.erase("model");
     const DispatchTable with_model(table), without(plain);
-    const auto pick = with_model.pick(dev.name, ""), plain_pick = without.pick(dev.name, "");
+    // single tables, each of every family the run has
+    const auto pick = with_model.pick(dev.name, "", ""), plain_pick = without.pick(dev.name, "", "");
     for (const std::string& key : held) {
       const auto t = times.find(key);
       if (t == times.end() || t->second.ms.empty()) continue;

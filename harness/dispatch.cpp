@@ -213,29 +213,40 @@ bool config_can_run(const Variant& v, const ParamSpace& space, const json& confi
   }
 }
 
-// rules::CanRun over the harness: the candidate's variant is registered here and can_implement the shape.
-// One lookup asks about many configs of few variants: each variant's space on the problem is built once.
+// Whether candidates can run a problem here, as the runtime prepares them: the variant registered, of the
+// problem's family, its config completed by the shape's space (which refuses a parameter it lacks, e.g. a
+// fused epilogue offered to a layer without one), then can_implement. One lookup asks about many configs of
+// few variants: each variant's space on the problem is built once.
 struct RunCheck {
-  const CompiledTable* table;
+  const CompiledTable* table;  // for can_run_entry
   const Problem* problem;
   const DeviceInfo* dev;
-  std::map<const Variant*, std::optional<ParamSpace>> spaces;  // nullopt: space() threw on this problem
+  std::map<const Variant*, std::optional<ParamSpace>> spaces = {};  // nullopt: space() refuses this shape
+
+  bool can_run(const Variant* v, const json& config) {
+    if (!v || v->family() != problem->family) return false;
+    auto it = spaces.find(v);
+    if (it == spaces.end()) {
+      std::optional<ParamSpace> space;
+      try {
+        space = v->space(*problem, *dev);
+      } catch (const std::exception&) {
+      }
+      it = spaces.emplace(v, std::move(space)).first;
+    }
+    return it->second && config_can_run(*v, *it->second, config, *problem, *dev);
+  }
+  bool can_run(const json& candidate) {
+    return can_run(Registry::instance().find(candidate.at("variant").get<std::string>()),
+                   candidate.contains("config") ? candidate["config"] : json::object());
+  }
 };
 
+// rules::CanRun over a RunCheck.
 bool runs_here(const rules::Entry& e, const int64_t*, void* context) {
   RunCheck& c = *static_cast<RunCheck*>(context);
   const ResolvedCandidate& r = c.table->resolved(e);
-  if (!r.variant || r.variant->family() != c.problem->family) return false;
-  auto it = c.spaces.find(r.variant);
-  if (it == c.spaces.end()) {
-    std::optional<ParamSpace> space;
-    try {
-      space = r.variant->space(*c.problem, *c.dev);
-    } catch (const std::exception&) {
-    }
-    it = c.spaces.emplace(r.variant, std::move(space)).first;
-  }
-  return it->second && config_can_run(*r.variant, *it->second, r.config, *c.problem, *c.dev);
+  return c.can_run(r.variant, r.config);
 }
 
 std::vector<int64_t> dims_of(const Problem& p) {
@@ -255,18 +266,11 @@ json entry_json(const DispatchTable::Pick& t, const rules::Entry& e, const std::
 }  // namespace
 
 bool candidate_can_run(const json& candidate, const Problem& p, const DeviceInfo& dev) {
-  const json& config = candidate.contains("config") ? candidate["config"] : json::object();
-  return candidate_can_run(Registry::instance().find(candidate.at("variant").get<std::string>()), config, p, dev);
+  return RunCheck{nullptr, &p, &dev}.can_run(candidate);
 }
 
 bool candidate_can_run(const Variant* v, const json& config, const Problem& p, const DeviceInfo& dev) {
-  if (!v || v->family() != p.family) return false;
-  try {  // as the runtime prepares it: completed by this shape's space (which refuses a parameter it lacks,
-         // e.g. a fused epilogue offered to a layer without one), then can_implement
-    return config_can_run(*v, v->space(p, dev), config, p, dev);
-  } catch (const std::exception&) {
-    return false;  // space() refuses this shape
-  }
+  return RunCheck{nullptr, &p, &dev}.can_run(v, config);
 }
 
 std::vector<json> fallback_chain(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* dev, const Lookup& pick) {
@@ -333,16 +337,16 @@ std::vector<json> tuning_shortlist(const DispatchTable::Pick& t, const Problem& 
   const Lookup pick = lookup(t, p, dev);
   std::vector<json> out;
   std::set<std::string> seen;
+  RunCheck check{t.table, &p, dev};
   auto add = [&](const json& c) {
     const json config = c.value("config", json::object());
     const std::string name = c.value("candidate", candidate_name(c.at("variant").get<std::string>(), config));
-    if (dev && !candidate_can_run(c, p, *dev)) return;
+    if (dev && !check.can_run(c)) return;
     if (seen.insert(name).second) out.push_back({{"variant", c.at("variant")}, {"config", config}, {"candidate", name}});
   };
   add(pick.entry);
   if (pick.rule == "exact" || pick.rule == "default") return out;
   const std::vector<int64_t> dims = dims_of(p);
-  RunCheck check{t.table, &p, dev};
   const rules::FamilyInfo* f = rules::find_family(t.view, p.family.c_str());
   if (f->model_index >= 0 && t.view.models) {
     const rules::Model& m = t.view.models[f->model_index];

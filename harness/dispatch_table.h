@@ -66,13 +66,14 @@ class DispatchTable {
   const CompiledTable& table(size_t i) const { return *tables_[i]; }
 
   // The table a device gets ("single table", or the fleet's "exact model", "same architecture", "default":
-  // the first table's defaults alone); with a family, of the fleet's tables that have it (rules::pick_table).
+  // the first table's defaults alone); of the fleet's tables that have `family` (rules::pick_table), or of
+  // all for "" (a single table holds every family it has).
   struct Pick {
     const CompiledTable* table;
     rules::Table view;  // table->view, or its defaults alone
     std::string rule;
   };
-  Pick pick(const std::string& device_name, const std::string& compute_capability, const std::string& family = "") const;
+  Pick pick(const std::string& device_name, const std::string& compute_capability, const std::string& family) const;
 
   // Interned text: the arrays hold pointers into this.
   const char* text(const std::string& s);

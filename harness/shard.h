@@ -18,7 +18,7 @@ struct Shard {
   std::string text() const { return std::to_string(index) + "/" + std::to_string(count); }
   json to_json() const;
   // A summary's "shard" (absent or null: unsharded); InputError naming `where` unless 0 <= index < count.
-  static Shard from_json(const json& j, const std::string& where = "shard");
+  static Shard from_json(const json& j, const std::string& where);
   // "i/n" with 0 <= i < n <= 100000; throws InputError naming `where` and the allowed form.
   static Shard parse(const std::string& text, const std::string& where);
 };

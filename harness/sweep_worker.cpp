@@ -75,8 +75,8 @@ void precompile(const SweepPlan& plan, const DeviceInfo& dev, JitCache& jit, int
 }
 
 // The plan of a run folder: a resumed run keeps the shard it was started with.
-SweepPlan plan_for(const SweepSpec& spec, const DeviceInfo& dev, const json& summary, Shard shard) {
-  if (summary.is_object()) shard = Shard::from_json(summary.value("shard", json()));
+SweepPlan plan_for(const SweepSpec& spec, const DeviceInfo& dev, const fs::path& folder, const json& summary, Shard shard) {
+  if (summary.is_object()) shard = Shard::from_json(summary.value("shard", json()), (folder / "summary.json").string() + ": shard");
   return shard_plan(make_plan(spec, dev), shard, shard_by_problem(spec.strategy));
 }
 
@@ -346,7 +346,7 @@ void check_pinned_gpu(const json& summary, int gpu, const DeviceInfo& dev) {
 void prepare_folder(const SweepSpec& spec, const fs::path& folder, const SweepOptions& options, const DeviceInfo& dev,
                     const std::vector<std::string>& argv, std::ostream& log) {
   const json summary = fs::exists(folder / "summary.json") ? read_json(folder / "summary.json") : json();
-  const SweepPlan plan = plan_for(spec, dev, summary, options.shard);
+  const SweepPlan plan = plan_for(spec, dev, folder, summary, options.shard);
   open_run_folder(spec, folder, dev, options, argv, log);
   JitCache jit = make_jit(options, dev);
   precompile(plan, dev, jit, options.compile_threads, log, options.quiet);
@@ -357,7 +357,7 @@ int measure_folder(const SweepSpec& spec, const fs::path& folder, const SweepOpt
                    std::ostream& log) {
   const json summary = read_json(folder / "summary.json");
   check_pinned_gpu(summary, options.worker_gpu, dev);
-  const SweepPlan plan = plan_for(spec, dev, summary, options.shard);
+  const SweepPlan plan = plan_for(spec, dev, folder, summary, options.shard);
   const auto problems = group_by_problem(plan);
   const auto units =
       make_work_units(plan, spec.strategy, static_cast<size_t>(spec.budget.max_evaluations_per_problem));

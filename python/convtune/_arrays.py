@@ -155,6 +155,7 @@ class _TorchKind:
         # An output of a (checked: float32, C-contiguous) input's shape: torch.empty_like(x), 3.3 µs a call on
         # an H200 host where new_empty takes 4.5 and torch.empty 5.9.
         self.like = torch.empty_like
+        self.plain = torch.Tensor  # the type `like` is taken for (empty_like keeps a subclass)
         self._prototypes = {}  # torch.device -> an empty float32 tensor there
 
     @staticmethod
@@ -176,7 +177,7 @@ class _TorchKind:
 class _CupyKind:
     name = "cupy"
     pointer = operator.attrgetter("data.ptr")
-    like = None  # cupy.empty_like (4.0 µs on an H200 host) is slower than new() (2.1)
+    like = plain = None  # cupy.empty_like (4.0 µs on an H200 host) is slower than new() (2.1)
 
     def __init__(self):
         import cupy

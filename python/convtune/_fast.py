@@ -13,7 +13,7 @@ _kind_by_type = {}  # type of a checked array -> its _arrays kind helper
 
 
 class _Ready:
-    __slots__ = ("conv", "kind", "device", "device_handle", "order", "out_shape", "like", "names", "in_bytes",
+    __slots__ = ("conv", "kind", "device", "device_handle", "order", "out_shape", "like_arg", "names", "in_bytes",
                  "out_bytes")
 
 
@@ -27,7 +27,7 @@ def call(tag, extra, args, out):
     pointer = kind.pointer
     inputs = [pointer(args[i]) for i in ready.order]
     if out is None:
-        out = kind.new(ready.device_handle, ready.out_shape) if ready.like is None else kind.like(args[ready.like])
+        out = kind.new(ready.device_handle, ready.out_shape) if ready.like_arg is None else kind.like(args[ready.like_arg])
         out_ptr = pointer(out)
     else:
         out_ptr = pointer(out)
@@ -58,11 +58,13 @@ def remember(tag, extra, args, out, checked_call):
     ready.device_handle = kind.device_handle(like.obj)
     ready.order = tuple(_position(args, a.obj) for a in checked_call.inputs)
     ready.out_shape = tuple(checked_call.out_shape)
-    # Where the kind allocates faster after an array (torch.empty_like), the argument of the output's shape.
-    ready.like = None
+    # Where the kind allocates faster after an array (torch.empty_like), the argument of the output's shape;
+    # of the plain array type only, since empty_like keeps a subclass that the checked path's output is not.
+    ready.like_arg = None
     if kind.like is not None:
         position = next((i for i, a in enumerate(checked_call.inputs) if a.shape == ready.out_shape), None)
-        ready.like = None if position is None else ready.order[position]
+        if position is not None and type(args[ready.order[position]]) is kind.plain:
+            ready.like_arg = ready.order[position]
     ready.names = tuple(a.name for a in checked_call.inputs)
     ready.in_bytes = tuple(a.nbytes() for a in checked_call.inputs)
     ready.out_bytes = 4

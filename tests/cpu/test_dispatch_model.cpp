@@ -47,7 +47,7 @@ struct OnDevice {
   DispatchTable table;
   DispatchTable::Pick pick;
   OnDevice()
-      : dev(DeviceInfo::from_json(shipped().summary["device"])), table(shipped().table), pick(table.pick(dev.name, "9.0")) {}
+      : dev(DeviceInfo::from_json(shipped().summary["device"])), table(shipped().table), pick(table.pick(dev.name, "9.0", "")) {}
 };
 
 // Where this test binary's fit of the shipped run is kept for the other test processes (ctest runs the tests

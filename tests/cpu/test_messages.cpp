@@ -834,14 +834,14 @@ TEST(DispatchMessages, AnExportWithoutOkRecordsCountsWhatItHad) {
 TEST(DispatchMessages, ALookupWithoutACandidateSaysWhatTheTableCovers) {
   const Problem p = Problem::from_json({{"family", "conv1d"}, {"n", 10}, {"m", 3}}, "p");
   const DispatchTable conv2d_only(one_entry_table(kEntry));
-  EXPECT_EQ(test::input_error([&] { lookup(conv2d_only.pick("GPU X", "9.0"), p); }),
+  EXPECT_EQ(test::input_error([&] { lookup(conv2d_only.pick("GPU X", "9.0", ""), p); }),
             "the dispatch table has no candidate for conv1d/m=3,mode=1,n=10 (it covers: conv2d)");
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  EXPECT_EQ(test::input_error([&] { lookup(conv2d_only.pick("GPU X", "9.0"), p, &dev); }),
+  EXPECT_EQ(test::input_error([&] { lookup(conv2d_only.pick("GPU X", "9.0", ""), p, &dev); }),
             "the dispatch table has no candidate for conv1d/m=3,mode=1,n=10 that can run on offline sm_90 (H100 limits) "
             "(it covers: conv2d)");
   const DispatchTable empty(json{{"entries", json::array()}});
-  EXPECT_EQ(test::input_error([&] { lookup(empty.pick("GPU X", "9.0"), p); }),
+  EXPECT_EQ(test::input_error([&] { lookup(empty.pick("GPU X", "9.0", ""), p); }),
             "the dispatch table has no candidate for conv1d/m=3,mode=1,n=10 (it covers: nothing)");
 }
 

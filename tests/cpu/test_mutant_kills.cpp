@@ -742,8 +742,8 @@ TEST(MutantKills, AShardOfCountZeroIsRefusedNamingTheFile) {
   EXPECT_NE(message.find((shards[0] / "summary.json").string() + ": shard: {\"count\":0,\"index\":0}; allowed: index i "
                          "and count n with 0 <= i < n <= 100000"), std::string::npos) << message;
   EXPECT_EQ(test::input_error([] { Shard::from_json({{"index", "1"}}, "x"); }), "x.index: \"1\" is not an integer");
-  EXPECT_EQ(Shard::from_json(nullptr).text(), "0/1");
+  EXPECT_EQ(Shard::from_json(nullptr, "shard").text(), "0/1");
   // Past INT_MAX a count must not wrap into range (4294967298 is 2 mod 2^32).
-  EXPECT_THROW(Shard::from_json({{"index", 0}, {"count", 4294967298LL}}), InputError);
+  EXPECT_THROW(Shard::from_json({{"index", 0}, {"count", 4294967298LL}}, "shard"), InputError);
   fs::remove_all(root);
 }

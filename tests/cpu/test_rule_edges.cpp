@@ -89,13 +89,13 @@ TEST(RuleEdges, ModelCandidateLimitMessage) {
 
 // Survivor 4: a shard without "index" is shard 0 (of its count); a non-object is 0/1.
 TEST(RuleEdges, ShardFromJsonDefaults) {
-  const Shard s = Shard::from_json(json{{"count", 4}});
+  const Shard s = Shard::from_json(json{{"count", 4}}, "shard");
   EXPECT_EQ(s.index, 0);
   EXPECT_EQ(s.count, 4);
-  const Shard none = Shard::from_json(json(nullptr));
+  const Shard none = Shard::from_json(json(nullptr), "shard");
   EXPECT_EQ(none.index, 0);
   EXPECT_EQ(none.count, 1);
-  EXPECT_EQ(Shard::from_json(json::object()).text(), "0/1");
+  EXPECT_EQ(Shard::from_json(json::object(), "shard").text(), "0/1");
 }
 
 // Survivor 5 (the mutants are equivalent: "/4" fails std::stoi of "" and "3" fails used_i != slash, both

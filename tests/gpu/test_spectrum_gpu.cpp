@@ -31,7 +31,8 @@ TEST(GpuSpectra, FilterSpectraMatchTheirFloat64Reference) {
         const double scale = two_d ? 1.0 / (n * n) : 1.0 / n;
         const auto expected = filter_spectra_reference(f, r, n, two_d);
         DeviceArray<float2> spectrum(expected.size());
-        filter_spectra(filter.get(), r, n, two_d, scale, spectrum.get(), nullptr);
+        DeviceArray<double2> rows(filter_spectra_rows(r, n, two_d));
+        filter_spectra(filter.get(), r, n, two_d, scale, spectrum.get(), rows.get(), nullptr);
         std::vector<float2> got(expected.size());
         CT_CUDA(cudaMemcpy(got.data(), spectrum.get(), spectrum.bytes(), cudaMemcpyDeviceToHost));
         double largest = 0;

@@ -153,6 +153,7 @@ class FakeKind:
     stream = staticmethod(lambda device: 77)
     new = staticmethod(lambda device, shape: FakeArray(shape, 90_000, device=device))
     like = None  # no faster allocation after an argument's shape
+    plain = FakeArray  # the type `like` would be taken for
 
 
 class RecordingConv:
@@ -237,6 +238,14 @@ def test_a_new_output_is_allocated_like_the_argument_of_its_shape(fake_kind, mon
     fake_kind.remember("conv1d", "full", (signal, filt), None, call)
     out = fake_kind.call("conv1d", "full", (FakeArray((5,), 10), FakeArray((9,), 20)), None)
     assert (out.shape, out.ptr) == ((13,), 90_000)
+
+    class SubArray(FakeArray):  # e.g. a torch.Tensor subclass: empty_like would return one, the checked path not
+        pass
+    signal = SubArray((5,), 1000)
+    call = checked([(filt, "filt"), (signal, "signal")], (5,))
+    fake_kind.remember("conv1d", "valid", (signal, filt), None, call)
+    out = fake_kind.call("conv1d", "valid", (SubArray((5,), 10), FakeArray((9,), 20)), None)
+    assert type(out) is FakeArray and (out.shape, out.ptr) == ((5,), 90_000)
 
 
 def test_out_is_written_and_returned_and_must_lie_apart_from_the_inputs(fake_kind):

@@ -33,7 +33,8 @@ std::vector<std::complex<double>> filter_spectra_reference(const std::vector<flo
 SpectrumPlan::SpectrumPlan(std::shared_ptr<Module> module, const char* kernel, dim3 grid, int threads,
                            int smem_bytes, int64_t h, int64_t w, int64_t r, int n, bool two_d, double scale)
     : module_(std::move(module)), grid_(grid), threads_(threads), smem_bytes_(smem_bytes), h_(int(h)), w_(int(w)),
-      r_(int(r)), n_(n), two_d_(two_d), scale_(scale), spectrum_(size_t(two_d ? n : 2 * r + 1) * n) {
+      r_(int(r)), n_(n), two_d_(two_d), scale_(scale), spectrum_(size_t(two_d ? n : 2 * r + 1) * n),
+      rows_(filter_spectra_rows(int(r), n, two_d)) {
   fn_ = module_->function(kernel);
   attrs_ = kernel_attributes(fn_, threads, smem_bytes);
 }
@@ -41,7 +42,7 @@ SpectrumPlan::SpectrumPlan(std::shared_ptr<Module> module, const char* kernel, d
 void SpectrumPlan::bind(const Operands& ops, cudaStream_t stream) {
   in_ = ops.data.at(0);
   out_ = ops.output();
-  filter_spectra(ops.data.at(1), r_, n_, two_d_, scale_, spectrum_.get(), stream);
+  filter_spectra(ops.data.at(1), r_, n_, two_d_, scale_, spectrum_.get(), rows_.get(), stream);
 }
 
 void SpectrumPlan::run(cudaStream_t stream) {

@@ -47,7 +47,7 @@ class SpectrumPlan : public Plan {
   void bind(const Operands& ops, cudaStream_t stream) override;
   void run(cudaStream_t stream) override;
   KernelAttributes attributes() const override { return attrs_; }
-  size_t workspace_bytes() const override { return spectrum_.bytes(); }
+  size_t workspace_bytes() const override { return spectrum_.bytes() + rows_.bytes(); }
   json details() const override { return {{"math", "fp32"}, {"deterministic", true}}; }
 
  private:
@@ -60,6 +60,7 @@ class SpectrumPlan : public Plan {
   bool two_d_;
   double scale_;
   DeviceArray<float2> spectrum_;
+  DeviceArray<double2> rows_;  // filter_spectra's row pass, for the 2D spectrum
   const float* in_ = nullptr;
   float* out_ = nullptr;
 };
