@@ -39,12 +39,14 @@ int WgmmaGemmVariant::threads(const Config& c) const {
 
 // The launch's dynamic shared memory, passed to the kernel as SMEM_BYTES, which checks it covers its carve-up:
 // 1024 bytes of slack to align the swizzled tiles, the B blocks, the A tiles (rows of BM + 8), the mbarriers
-// (full only, or full and empty), and for the specialized kernel a tap table of up to R*S + 31 entries.
+// (full only, or full and empty), for the specialized kernel a tap table of up to R*S + 31 entries, and for the
+// forward pass the tile's BN biases (reserved with or without a bias: 512 bytes at most).
 int WgmmaGemmVariant::smem_bytes(const LayerShape& l, const Config& c) const {
   const int stages = cfg_int(c, "stages");
   // Backward-filter's A tile is row-major (BM rows of 32 + 4 words); the others' k-major (32 rows of BM + 8).
   const int a_tile = pass_ == GemmPass::bwd_filter ? 4 * tile_m(c) * (kTileK + 4) : 4 * kTileK * (tile_m(c) + 8);
-  const int tiles = 1024 + stages * (block_bytes(c) + a_tile);
+  const int biases = pass_ == GemmPass::forward ? 4 * tile_n(c) : 0;
+  const int tiles = 1024 + stages * (block_bytes(c) + a_tile) + biases;
   if (!specialized()) return tiles + 8 * stages;
   // Backward-filter's table of the tile's rows (16 bytes each), or the others' tap table.
   const int table = pass_ == GemmPass::bwd_filter ? 16 * tile_m(c) : 8 * int(l.r * l.s + kTileK - 1);

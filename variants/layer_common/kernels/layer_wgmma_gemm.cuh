@@ -22,8 +22,9 @@ constexpr int kAStageFloats = BK * kLdA;
 // The gather: lanes along m (consecutive m are consecutive pixels: coalesced), warps along k.
 constexpr int kSpanK = kThreads / 32, kCountF = BM / 32, kCountK = BK / kSpanK;
 static_assert(BK % kSpanK == 0, "the warps must split BK evenly");
-// gemm()'s carve-up: up to 1008 bytes to reach 1024-byte alignment, the B blocks, the A tiles, the mbarriers.
-static_assert(1008 + STAGES * 4 * (kBBlockFloats + kAStageFloats) + 8 * STAGES <= SMEM_BYTES,
+// gemm()'s carve-up: up to 1008 bytes to reach 1024-byte alignment, the B blocks, the A tiles, the mbarriers,
+// the tile's biases (forward).
+static_assert(1008 + STAGES * 4 * (kBBlockFloats + kAStageFloats) + 8 * STAGES + kBiasBytes <= SMEM_BYTES,
               "the launch's shared memory does not cover the kernel's tiles");
 // Registers: 128 a thread with BN 64 (one 512-thread CTA, or more smaller ones, per SM); BN 128 needs
 // two accumulators of 64.
@@ -73,6 +74,7 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
   float* bs = reinterpret_cast<float*>(smem);  // STAGES B blocks of kBTiles x BN x BK tf32
   float* as = bs + STAGES * kBBlockFloats;     // STAGES A tiles
   unsigned long long* bars = reinterpret_cast<unsigned long long*>(as + STAGES * kAStageFloats);
+  float* tile_bias = reinterpret_cast<float*>(bars + STAGES);
   const DefinedShape s;
   const int tid = threadIdx.x, lane = tid % 32, m_first = blockIdx.x * BM, n_tile = blockIdx.y;
   Rows g;
@@ -94,7 +96,8 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
   for (int e = 0; e < kAcc; ++e) sum[e] = 0.f;
   // This thread's fragment rows: warp w of the warpgroup owns rows 16w..16w+15 of the warpgroup's 64.
   const int frag_m = 64 * (tid / 128) + 16 * (tid / 32 % 4) + lane / 4, q = lane % 4;
-  // Group number i holds k-tile i (empty groups past the end keep the count).
+  // Group number i holds k-tile i (empty groups past the end keep the count); group 0 the biases too.
+  copy_tile_bias(shared_address(tile_bias), bias, n_tile * BN, tid);
 #pragma unroll
   for (int st = 0; st < STAGES - 1; ++st) {
     if (st < kKTiles) load_tile(st);
@@ -119,7 +122,7 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
     for (int e = 0; e < kAcc; ++e) sum[e] += part[e];
   }
   cp_async_wait<0>();
-  store_tile(sum, d, bias, m_first + frag_m, n_tile * BN, q);
+  store_tile(sum, d, tile_bias, m_first + frag_m, n_tile * BN, q);
 }
 
 // ---- entry points: the operands in the family's order, then the workspace (the split B blocks) ------------

@@ -50,10 +50,11 @@ constexpr int kTabEntries = kMasked && !kRsMajor ? kRS + BK - 1 : 0;
 // i - pad_h and j - pad_w (a row past C*R*S gets an i - pad_h that fails every bounds check).
 constexpr int kRowEntries = kARowMajor ? BM : 0;
 // Shared memory from the 1024-aligned base: B stages (swizzled tiles need 1024-byte alignment), A stages,
-// full[STAGES], empty[STAGES], the tap table (int off, unsigned bit).
+// full[STAGES], empty[STAGES], the tap table (int off, unsigned bit), the tile's biases (forward).
 constexpr int kBOffset = 0, kAOffset = STAGES * kBCopyBytes, kBarOffset = kAOffset + STAGES * kAStageFloats * 4;
 constexpr int kTabOffset = kBarOffset + 16 * STAGES;
-constexpr int kSmemBytes = 1024 + kTabOffset + 8 * kTabEntries + 16 * kRowEntries;
+constexpr int kBiasOffset = kTabOffset + 8 * kTabEntries + 16 * kRowEntries;
+constexpr int kSmemBytes = 1024 + kBiasOffset + kBiasBytes;
 static_assert(kSmemBytes <= SMEM_BYTES, "the launch's shared memory does not cover the kernel's carve-up");
 static_assert(kBTileBytes % 1024 == 0 && kBCopyBytes % 1024 == 0, "swizzled B tiles must stay 1024-aligned");
 static_assert(kBarOffset % 8 == 0, "mbarriers are 8-byte aligned");
@@ -115,9 +116,12 @@ __device__ __forceinline__ void claim_stage(unsigned smem_base, unsigned full0, 
   }
 }
 __device__ __forceinline__ void producer(const float* __restrict__ a, const float* __restrict__ b_blocks,
-                                         unsigned smem_base, const int2* tab, int m_first, int n_tile) {
+                                         const float* __restrict__ bias, unsigned smem_base, const int2* tab,
+                                         int m_first, int n_tile) {
   const DefinedShape s;
   const int ptid = threadIdx.x, lane = ptid % 32, pw = ptid / 32;
+  // Counted by this thread's first arrive on full[0], which every consumer waits for before its first tile.
+  copy_tile_bias(smem_base + kBiasOffset, bias, n_tile * BN, ptid);
   const unsigned full0 = smem_base + kBarOffset, empty0 = full0 + 8 * STAGES;
   // This thread's element (kk = 8 pw + ki, m = lane + 32 fi) of stage 0.
   const unsigned a_dst0 = smem_base + kAOffset + 4 * (kTapsPerWarp * pw * kLdA + lane);
@@ -301,7 +305,7 @@ __device__ __forceinline__ void split(const Raw& r, Frag& f) {
     }
 }
 
-__device__ __forceinline__ void consumer(const float* __restrict__ bias, float* __restrict__ d, unsigned smem_base,
+__device__ __forceinline__ void consumer(const float* tile_bias, float* __restrict__ d, unsigned smem_base,
                                          const float* as, int m_first, int n_tile) {
   const int ctid = threadIdx.x - 128, lane = ctid % 32;
   // Warp w of consumer warpgroup g owns rows 64 g + 16 w .. + 15 of the tile.
@@ -395,7 +399,7 @@ __device__ __forceinline__ void consumer(const float* __restrict__ bias, float* 
   issue(f, st);
   drain_release(st);
 #endif
-  store_tile(sum, d, bias, m_first + frag_m, n_tile * BN, q);
+  store_tile(sum, d, tile_bias, m_first + frag_m, n_tile * BN, q);
 }
 
 __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* __restrict__ b_blocks,
@@ -437,10 +441,11 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
   __syncthreads();
   if (tid < 128) {
     setmaxnreg_dec<kProducerRegs>();
-    producer(a, b_blocks, smem_base, tab, m_first, n_tile);
+    producer(a, b_blocks, bias, smem_base, tab, m_first, n_tile);
   } else {
     if constexpr (kConsumerInc) setmaxnreg_inc<kConsumerRegs>();
-    consumer(bias, d, smem_base, reinterpret_cast<const float*>(smem + kAOffset), m_first, n_tile);
+    consumer(reinterpret_cast<const float*>(smem + kBiasOffset), d, smem_base,
+             reinterpret_cast<const float*>(smem + kAOffset), m_first, n_tile);
   }
 }
 
