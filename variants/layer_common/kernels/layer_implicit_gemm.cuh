@@ -113,13 +113,19 @@ __device__ __forceinline__ void load_tile(float* tile, const Gathers& g, const f
   }
 }
 
-// One output element, guarded by the GEMM's extent in n; a split's partial is stored as it is (the
-// reduction applies the epilogue to the sum).
-__device__ __forceinline__ void store_element(float* __restrict__ d, const float* __restrict__ bias, int d_row,
-                                              int n, float value) {
+// bias[n] for the epilogue, loaded once a column for all of the thread's rows (in the epilogue, one load an
+// element put its latency between each sum and its store); 0 past the GEMM's columns, without a bias, and
+// for a split's partial (the reduction applies the epilogue to the sum).
+__device__ __forceinline__ float column_bias(const float* __restrict__ bias, int n) {
+  const DefinedShape s;
+  return BIAS && SPLITS == 1 && n < Gemm::n_size(s) ? __ldg(bias + n) : 0.f;
+}
+
+// One output element, guarded by the GEMM's extent in n; a split's partial is stored as it is.
+__device__ __forceinline__ void store_element(float* __restrict__ d, int d_row, int n, float value, float bias_n) {
   const DefinedShape s;
   if (n >= Gemm::n_size(s)) return;
-  d[d_row + n * Gemm::d_col_stride(s)] = SPLITS > 1 ? value : layer_epilogue(bias, n, value);
+  d[d_row + n * Gemm::d_col_stride(s)] = SPLITS > 1 ? value : layer_activation<ACT>(BIAS ? value + bias_n : value);
 }
 
 #if MATH == 0
@@ -167,14 +173,17 @@ __device__ __forceinline__ void store_tile(const Accumulators& acc, float* __res
                                            const float* __restrict__ bias, int m_tile, int n_tile, int tid) {
   const DefinedShape s;
   const int mg = tid % kGroupsM, ng = tid / kGroupsM;
+  auto column = [&](int j) { return n_tile + (j / 4) * 4 * kGroupsN + ng * 4 + j % 4; };
+  float bias_n[TN];
+#pragma unroll
+  for (int j = 0; j < TN; ++j) bias_n[j] = column_bias(bias, column(j));
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
     const int m = m_tile + (i / 4) * 4 * kGroupsM + mg * 4 + i % 4;
     if (m >= Gemm::m_size(s)) continue;
     const int d_row = Gemm::d_row(s, m);
 #pragma unroll
-    for (int j = 0; j < TN; ++j)
-      store_element(d, bias, d_row, n_tile + (j / 4) * 4 * kGroupsN + ng * 4 + j % 4, acc.v[i][j]);
+    for (int j = 0; j < TN; ++j) store_element(d, d_row, column(j), acc.v[i][j], bias_n[j]);
   }
 }
 
@@ -292,6 +301,11 @@ __device__ __forceinline__ void store_tile(const Accumulators& acc, float* __res
   const int lane = tid % 32, group = lane / 4, tig = lane % 4;
   int wm, wn;
   warp_origin(tid, wm, wn);
+  float bias_n[kMmaN][2];
+#pragma unroll
+  for (int j = 0; j < kMmaN; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) bias_n[j][e] = column_bias(bias, n_tile + wn + j * 8 + 2 * tig + e);
 #pragma unroll
   for (int i = 0; i < kMmaM; ++i)
 #pragma unroll
@@ -302,8 +316,8 @@ __device__ __forceinline__ void store_tile(const Accumulators& acc, float* __res
 #pragma unroll
       for (int j = 0; j < kMmaN; ++j) {
         const int n = n_tile + wn + j * 8 + 2 * tig;
-        store_element(d, bias, d_row, n, acc.v[i][j][2 * half]);
-        store_element(d, bias, d_row, n + 1, acc.v[i][j][2 * half + 1]);
+        store_element(d, d_row, n, acc.v[i][j][2 * half], bias_n[j][0]);
+        store_element(d, d_row, n + 1, acc.v[i][j][2 * half + 1], bias_n[j][1]);
       }
     }
 }
