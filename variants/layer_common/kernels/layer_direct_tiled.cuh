@@ -204,14 +204,6 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     if (STAGES == 1 && m0 + IN_CHUNK < IN_MAPS) stage_chunk(smem, image, w, m0 + IN_CHUNK, map0, in_y0, in_x0, tid);
   }
 
-  // Each map's bias once for all of the thread's outputs of it (loaded an output, each load's latency sat
-  // between a sum and its store).
-  float map_bias[MAPS_PER_THREAD];
-#pragma unroll
-  for (int o = 0; o < MAPS_PER_THREAD; ++o) {
-    const int map = map0 + group * MAPS_PER_THREAD + o;
-    map_bias[o] = BIAS && map < OUT_MAPS ? __ldg(bias + map) : 0.f;
-  }
 #pragma unroll
   for (int q = 0; q < ROWS_PER_THREAD; ++q) {
     const int y = out_y0 + ty * ROWS_PER_THREAD + q;
@@ -225,7 +217,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
       for (int t = 0; t < PIX_PER_THREAD; ++t) {
         const int x = out_x0 + tx * PIX_PER_THREAD + t;
         if (x >= OUT_W) break;
-        dst[x] = layer_activation<ACT>(BIAS ? acc[q][o][t] + map_bias[o] : acc[q][o][t]);
+        dst[x] = layer_epilogue(bias, map, acc[q][o][t]);
       }
     }
   }
