@@ -30,6 +30,25 @@ def median_ms(fn, samples, torch, warmup=3):
     return statistics.median(times)
 
 
+def stream_ms(fn, torch, calls=20, repeats=5, warmup=3):
+    """The GPU's time per call when the host issues `calls` calls back to back (CUDA events around them, the
+    median over `repeats`), as in a training loop or a pipeline: the host runs ahead, so a call's host work
+    shows only where it exceeds the GPU's. median_ms times one call with the GPU idle before it: that includes
+    the host's work up to the call's first launch."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) / calls)
+    return statistics.median(times)
+
+
 def layer_passes(torch, x, w, dy, stride, padding):
     """{pass: (ours, torch's)}: zero-argument calls of one conv2d layer's passes on x (N, C, H, W), w (K, C,
     R, S) and dy (the output's gradient). Ours are what convtune.nn.functional.conv2d runs: its forward

@@ -1,7 +1,10 @@
 """python -m convtune.bench: convtune against CuPy and PyTorch (strict fp32) on the default spec's shapes.
 
 Each call is timed with CUDA events on the caller's stream: warm-up first, then the median of --samples
-runs. Convolution layers get a row per pass: forward, backward-data and backward-filter, each against
+runs, each a single call with the GPU idle before it (so the host's work up to the call's first launch
+counts). The "stream" columns time 20 calls issued back to back instead (the median of 5 such runs, per
+call), as a training loop or pipeline issues them: there the host runs ahead and a call costs its GPU time,
+or its host time where that is longer. Convolution layers get a row per pass: forward, backward-data and backward-filter, each against
 PyTorch's own (torch.nn.functional.conv2d, torch.nn.grad.conv2d_input, conv2d_weight). Prints a table (ours,
 the best library call, the speed-up) and writes JSON (--json). Rows of one image or signal also time a copy
 of it into an array of its size (torch's copy_): the memory traffic no convolution of it can avoid, so that
@@ -17,7 +20,8 @@ import sys
 import time
 
 from ._layers import layer_problems
-from ._timing import DEFAULT_WORKERS, PASSES, layer_passes, median_ms, output_hw, prepare_in_parallel, strict_fp32
+from ._timing import (DEFAULT_WORKERS, PASSES, layer_passes, median_ms, output_hw, prepare_in_parallel, stream_ms,
+                      strict_fp32)
 
 OVERHEAD_GOAL_US = 5.0  # issue 36: a Python call costs at most this over the C++ runtime's
 
@@ -163,20 +167,24 @@ def bench(args):
     for note in notes[:3] + ([f"... and {len(notes) - 3} more"] if len(notes) > 3 else []):
         print(f"  note: {note}", flush=True)
     rows = []
-    print(f"{'problem':48} {'convtune ms':>12} {'best library':>24} {'ms':>9} {'speed-up':>9} {'copy ms':>9} "
-          f"{'best/copy':>9}")
+    print(f"{'problem':48} {'convtune ms':>12} {'best library':>24} {'ms':>9} {'speed-up':>9} {'stream ms':>10} "
+          f"{'library':>9} {'speed-up':>9} {'copy ms':>9} {'best/copy':>9}")
     for name, ours, libs, copy in _cases(torch, cp, args.quick):
         if args.only not in name:
             continue
         ours_ms = median_ms(ours, args.samples, torch)
         lib_ms = {lib: median_ms(fn, args.samples, torch) for lib, fn in libs.items()}
         best = min(lib_ms, key=lib_ms.get)
+        ours_stream = stream_ms(ours, torch)
+        lib_stream = {lib: stream_ms(fn, torch) for lib, fn in libs.items()}
+        best_stream = min(lib_stream.values())
         copy_ms = median_ms(copy, args.samples, torch) if copy else None
         rows.append({"problem": name, "convtune_ms": ours_ms, "libraries_ms": lib_ms, "best_library": best,
-                     "speedup": lib_ms[best] / ours_ms, "copy_ms": copy_ms})
+                     "speedup": lib_ms[best] / ours_ms, "convtune_stream_ms": ours_stream,
+                     "libraries_stream_ms": lib_stream, "stream_speedup": best_stream / ours_stream, "copy_ms": copy_ms})
         bound = f"{copy_ms:9.4f} {lib_ms[best] / copy_ms:8.2f}x" if copy else ""
-        print(f"{name:48} {ours_ms:12.4f} {best:>24} {lib_ms[best]:9.4f} {lib_ms[best] / ours_ms:8.2f}x {bound}",
-              flush=True)
+        print(f"{name:48} {ours_ms:12.4f} {best:>24} {lib_ms[best]:9.4f} {lib_ms[best] / ours_ms:8.2f}x "
+              f"{ours_stream:10.4f} {best_stream:9.4f} {best_stream / ours_stream:8.2f}x {bound}", flush=True)
     with open(args.json, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "samples": args.samples, "compiled_ahead_s": prepare_s,
                    "rows": rows}, f, indent=1)

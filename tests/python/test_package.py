@@ -399,6 +399,34 @@ def test_overhead_loops_take_turns_within_each_repeat():
     assert host == [[40.0] * 3, [20.0] * 3] and gpu == [[5.0] * 3, [5.0] * 3]
 
 
+def test_stream_timing_is_one_run_of_back_to_back_calls_per_repeat():
+    # Between the two events of a repeat lie all `calls` calls and nothing else; the result is per call.
+    from convtune import _timing
+    log = []
+
+    class Event:
+        def __init__(self, enable_timing):
+            self.at = None
+
+        def record(self):
+            self.at = len(log)
+            log.append("event")
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, stop):
+            return 2.0 * (stop.at - self.at - 1)  # 2 ms a call between them
+
+    class Torch:
+        class cuda:
+            pass
+    Torch.cuda.Event = Event
+    per_call = _timing.stream_ms(lambda: log.append("call"), Torch, calls=4, repeats=3, warmup=2)
+    assert log == ["call"] * 2 + (["event"] + ["call"] * 4 + ["event"]) * 3
+    assert per_call == pytest.approx(2.0)
+
+
 def test_train_check_arguments():
     from convtune import train_check
     full, quick = train_check.parse_args([]), train_check.parse_args(["--quick"])
