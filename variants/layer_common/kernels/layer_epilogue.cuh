@@ -15,12 +15,12 @@
 
 // The epilogue runs once per output after the GEMM, on the few warps of a tensor-core CTA, so its dependent
 // instructions show in the layer's time (expf and tanhf cost a 3x3 C64 layer 19-22%). On the device, e^x is
-// the hardware's 2^x (as __expf, flushed below 2^-126: 2 ulp plus |x| 6e-8 relative from rounding x log2 e) and the divisions are
-// __fdividef (2 ulp for a denominator of 1 to 2^126, 0 past it: both functions' limits). Sigmoid's relative
-// error is e^-x's: under 1e-6 for |x| <= 8, more beyond, where its values are below 3.4e-4. Tanh, as
-// 1 - 2 / (e^2|x| + 1), errs by about 3e-7 absolute at most (the fp32 rounding of the layer's sum is larger).
-// Not tanh.approx: 2^-11 relative, past the strict tolerance. The host takes expf and IEEE division in the
-// same formulas.
+// the hardware's 2^x (as __expf, but flushed below 2^-126: 2 ulp plus |x| 6e-8 relative from rounding
+// x log2 e) and the divisions are __fdividef (2 ulp for a denominator of 1 to 2^126, 0 past it: both
+// functions' limits). Sigmoid's relative error is e^-x's: under 1e-6 for |x| <= 8, more beyond, where its
+// values are below 3.4e-4. Tanh, as 1 - 2 / (e^2|x| + 1), errs by about 3e-7 absolute at most (the fp32
+// rounding of the layer's sum is larger). Not tanh.approx: 2^-11 relative, past the strict tolerance. The
+// host takes expf and IEEE division in the same formulas.
 EPILOGUE_HD float epilogue_exp(float v) {
 #if defined(__CUDA_ARCH__)
   // __expf's 2^x without its care for results below 2^-126 (three more instructions an output): here such an

@@ -150,8 +150,9 @@ __device__ __forceinline__ void store_tile(const float (&sum)[kAcc], float* __re
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int n = n_first + 8 * j + 2 * q + e;
+        const float v = sum[4 * j + 2 * h + e];
         if (kWholeN || n < kNSize)
-          d[d_row + n * Gemm::d_col_stride(s)] = layer_activation<ACT>(sum[4 * j + 2 * h + e] + column_bias[2 * j + e]);
+          d[d_row + n * Gemm::d_col_stride(s)] = layer_activation<ACT>(BIAS ? v + column_bias[2 * j + e] : v);
       }
   }
 }
