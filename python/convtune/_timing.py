@@ -37,6 +37,7 @@ def stream_ms(fn, torch, calls=20, repeats=5, warmup=3):
     the host's work up to the call's first launch."""
     for _ in range(warmup):
         fn()
+    torch.cuda.synchronize()  # every repeat starts with the GPU idle, as those after the first do
     times = []
     for _ in range(repeats):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -4,9 +4,10 @@ Each call is timed with CUDA events on the caller's stream: warm-up first, then 
 runs, each a single call with the GPU idle before it (so the host's work up to the call's first launch
 counts). The "stream" columns time 20 calls issued back to back instead (the median of 5 such runs, per
 call), as a training loop or pipeline issues them: there the host runs ahead and a call costs its GPU time,
-or its host time where that is longer. Convolution layers get a row per pass: forward, backward-data and backward-filter, each against
-PyTorch's own (torch.nn.functional.conv2d, torch.nn.grad.conv2d_input, conv2d_weight). Prints a table (ours,
-the best library call, the speed-up) and writes JSON (--json). Rows of one image or signal also time a copy
+or its host time where that is longer (the stream's library column is the fastest library there).
+Convolution layers get a row per pass: forward, backward-data and backward-filter, each against PyTorch's own
+(torch.nn.functional.conv2d, torch.nn.grad.conv2d_input, conv2d_weight). Prints a table (ours, the best
+library call, the speed-up) and writes JSON (--json). Rows of one image or signal also time a copy
 of it into an array of its size (torch's copy_): the memory traffic no convolution of it can avoid, so that
 "best/copy" bounds the speed-up anyone could have over that library there.
 
@@ -177,11 +178,13 @@ def bench(args):
         best = min(lib_ms, key=lib_ms.get)
         ours_stream = stream_ms(ours, torch)
         lib_stream = {lib: stream_ms(fn, torch) for lib, fn in libs.items()}
-        best_stream = min(lib_stream.values())
+        best_stream_library = min(lib_stream, key=lib_stream.get)
+        best_stream = lib_stream[best_stream_library]
         copy_ms = median_ms(copy, args.samples, torch) if copy else None
         rows.append({"problem": name, "convtune_ms": ours_ms, "libraries_ms": lib_ms, "best_library": best,
                      "speedup": lib_ms[best] / ours_ms, "convtune_stream_ms": ours_stream,
-                     "libraries_stream_ms": lib_stream, "stream_speedup": best_stream / ours_stream, "copy_ms": copy_ms})
+                     "libraries_stream_ms": lib_stream, "best_stream_library": best_stream_library,
+                     "stream_speedup": best_stream / ours_stream, "copy_ms": copy_ms})
         bound = f"{copy_ms:9.4f} {lib_ms[best] / copy_ms:8.2f}x" if copy else ""
         print(f"{name:48} {ours_ms:12.4f} {best:>24} {lib_ms[best]:9.4f} {lib_ms[best] / ours_ms:8.2f}x "
               f"{ours_stream:10.4f} {best_stream:9.4f} {best_stream / ours_stream:8.2f}x {bound}", flush=True)

@@ -420,10 +420,10 @@ def test_stream_timing_is_one_run_of_back_to_back_calls_per_repeat():
 
     class Torch:
         class cuda:
-            pass
+            synchronize = staticmethod(lambda: log.append("sync"))  # after the warm-up: each repeat starts idle
     Torch.cuda.Event = Event
     per_call = _timing.stream_ms(lambda: log.append("call"), Torch, calls=4, repeats=3, warmup=2)
-    assert log == ["call"] * 2 + (["event"] + ["call"] * 4 + ["event"]) * 3
+    assert log == ["call"] * 2 + ["sync"] + (["event"] + ["call"] * 4 + ["event"]) * 3
     assert per_call == pytest.approx(2.0)
 
 
