@@ -221,6 +221,39 @@ def test_nn_conv2d_and_its_gradients_match_torch_float64(n, c, h, w, k, r, s, st
         close(b.grad.cpu().numpy(), b64.grad.cpu().numpy())
 
 
+def test_nn_conv2d_fast_path_runs_each_calls_own_tensors_and_holds_none():
+    torch = pytest.importorskip("torch")
+    import gc
+    import weakref
+    from convtune import _dispatch
+    F = torch.nn.functional
+    convtune.use_table(None, tune_unseen=False)  # the fast path waits for first-use tuning's choice
+    try:
+        first = torch.from_numpy(rand(2, 6, 19, 23)).cuda()
+        gone = weakref.ref(first)
+        convtune.nn.functional.conv2d(first, torch.from_numpy(rand(5, 6, 3, 3)).cuda(), None, 1, 1)
+        del first
+        gc.collect()
+        assert gone() is None, "a remembered plan keeps the first call's input alive"
+        assert any(isinstance(k, tuple) and k[0] == "nn.conv2d" for k in _dispatch.fast_calls)
+        for grad in (False, True, False):  # remembered plans, with and without autograd
+            x = torch.from_numpy(rand(2, 6, 19, 23)).cuda().requires_grad_(grad)
+            w, b = torch.from_numpy(rand(5, 6, 3, 3)).cuda(), torch.from_numpy(rand(5)).cuda()
+            y = convtune.nn.functional.conv2d(x, w, b if grad else None, 1, 1)
+            expected = F.conv2d(x.detach().double(), w.double(), b.double() if grad else None, 1, 1)
+            close(y.detach().cpu().numpy(), expected.cpu().numpy())
+            assert y.requires_grad == grad
+            if grad:
+                y.backward(torch.ones_like(y))
+                close(x.grad.cpu().numpy(), F.conv_transpose2d(torch.ones_like(y).double(), w.double(), None, 1, 1).cpu().numpy())
+        with pytest.raises(TypeError, match="^input: dtype torch.float64"):
+            convtune.nn.functional.conv2d(x.detach().double(), w.double(), None, 1, 1)
+        convtune.use_table(None)
+        assert not any(isinstance(k, tuple) and k[0] == "nn.conv2d" for k in _dispatch.fast_calls)
+    finally:
+        convtune.use_table(None)
+
+
 def test_nn_conv2d_module_is_a_drop_in():
     torch = pytest.importorskip("torch")
     ref = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1).cuda()

@@ -7,6 +7,7 @@ convtune's layer_pool forward; their backward is PyTorch's own (they are not whe
 """
 import torch
 
+from .. import _arrays, _dispatch
 from .._functions import _Call, arrays
 from .._layers import layer_dims as _layer_dims
 
@@ -61,7 +62,7 @@ _LAYER_ARGUMENTS = {"n": "input", "c": "input", "h": "input", "w": "input", "k":
 class _Conv2dPlan:
     """conv2d's three problems (forward, backward-data, backward-filter) for one set of arguments."""
 
-    def __init__(self, input, weight, bias, stride, padding, dilation, groups):
+    def __init__(self, input, weight, bias, stride, padding, dilation, groups, keep_call=False):
         _only("dilation", _pair("dilation", dilation), (1, 1), "convtune's layer kernels are not dilated")
         _only("groups", groups, 1, "convtune's layer kernels are dense")
         self.stride = _pair("stride", stride)
@@ -78,8 +79,11 @@ class _Conv2dPlan:
         self.pad = _conv_padding(padding, weight.shape[2], weight.shape[3], self.stride)
         self.dims = _layer_dims(tuple(x4.shape), tuple(weight.shape), self.stride, self.pad)
         fwd = dict(self.dims, bias=int(bias is not None), relu=0)
-        self.forward = _Call("layer_fwd", fwd, _LAYER_ARGUMENTS, described, None)
-        self.x, self.weight, self.bias = x4, weight, bias
+        forward = _Call("layer_fwd", fwd, _LAYER_ARGUMENTS, described, None)
+        # The plan outlives the call (the fast path remembers it): it holds no tensor, only what runs them.
+        self.forward_entry, self.device = forward.entry, forward.like.device
+        if keep_call:  # for convtune.explain
+            self.forward, self.x = forward, x4
 
     def output_shape(self):
         d = self.dims
@@ -87,11 +91,61 @@ class _Conv2dPlan:
         q = (d["w"] + 2 * d["pad_w"] - d["s"]) // d["v"] + 1
         return (d["n"], d["k"], p, q)
 
+    def run_forward(self, x, weight, bias):
+        """The forward on these tensors (of this plan's signature: see _remembered), on the caller's stream."""
+        kind = _torch_kind()
+        out = kind.new(kind.device_handle(x), self.output_shape())
+        inputs = [x.data_ptr(), weight.data_ptr()] + ([] if bias is None else [bias.data_ptr()])
+        self.forward_entry.run(inputs, out.data_ptr(), kind.stream(self.device))
+        return out
+
     def backward_data(self, dy, weight):
         return _Call("layer_bwd_data", self.dims, _LAYER_ARGUMENTS, arrays(dy=dy, weight=weight), None)
 
     def backward_filter(self, x, dy):
         return _Call("layer_bwd_filter", self.dims, _LAYER_ARGUMENTS, arrays(input=x, dy=dy), None)
+
+
+_kind = []  # convtune._arrays' helper of torch tensors (pointers, streams, outputs), made at first use
+
+
+def _torch_kind():
+    if not _kind:
+        _kind.append(_arrays.kind_of(torch.empty(0)))
+    return _kind[0]
+
+
+# Checked plans of 4D calls, by everything the checks read (each tensor's type, dtype, shape, device and
+# layout, and the other arguments): a call that matches one skips the checks and the table's lookup, as
+# convtune._fast does for the array functions. Not while first-use tuning may still change the choice. They
+# live in convtune._dispatch's fast_calls, which use_table() empties.
+_PLAN_LIMIT = 4096
+
+
+def _plan_key(input, weight, bias, stride, padding, dilation, groups):
+    sig = _arrays._TorchKind.signature
+    key = ("nn.conv2d", sig(input), sig(weight), None if bias is None else sig(bias), stride, padding, dilation,
+           groups)
+    hash(key)
+    return key
+
+
+def _remembered(input, weight, bias, stride, padding, dilation, groups):
+    """The checked plan of a call like this one, made (and checked) at the first."""
+    plans = _dispatch.fast_calls
+    try:
+        key = _plan_key(input, weight, bias, stride, padding, dilation, groups)
+        plan = plans.get(key)
+    except Exception:  # an unhashable argument, a non-tensor...: the checked path decides
+        key = plan = None
+    if plan is not None:
+        return plan
+    plan = _Conv2dPlan(input, weight, bias, stride, padding, dilation, groups)
+    if key is not None and not plan.unbatched and plan.forward_entry.tune_key is None:
+        if len(plans) >= _PLAN_LIMIT:
+            plans.clear()
+        plans[key] = plan
+    return plan
 
 
 def _run(call, shape):
@@ -105,7 +159,7 @@ class _Conv2dFunction(torch.autograd.Function):
         ctx.save_for_backward(x, weight)
         ctx.plan = plan
         ctx.has_bias = bias is not None
-        return _run(plan.forward, plan.output_shape())
+        return plan.run_forward(x, weight, bias)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -132,8 +186,11 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     dilation and groups are accepted for torch's signature but must be 1. Differentiable: the backward runs
     convtune's backward-data and backward-filter kernels (not twice differentiable).
     """
-    plan = _Conv2dPlan(input, weight, bias, stride, padding, dilation, groups)
-    y = _Conv2dFunction.apply(plan.x, weight, bias, plan)
+    plan = _remembered(input, weight, bias, stride, padding, dilation, groups)
+    x = input.unsqueeze(0) if plan.unbatched else input
+    needs_grad = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or
+                                              (bias is not None and bias.requires_grad))
+    y = _Conv2dFunction.apply(x, weight, bias, plan) if needs_grad else plan.run_forward(x, weight, bias)
     return y.squeeze(0) if plan.unbatched else y
 
 
@@ -213,7 +270,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 # For convtune.explain: the problems a call would run.
 def _explain_conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    plan = _Conv2dPlan(input, weight, bias, stride, padding, dilation, groups)
+    plan = _Conv2dPlan(input, weight, bias, stride, padding, dilation, groups, keep_call=True)
     y_like = torch.empty(plan.output_shape(), dtype=torch.float32, device=plan.x.device)
     return [plan.forward, plan.backward_data(y_like, weight), plan.backward_filter(plan.x, y_like)]
 
