@@ -48,6 +48,20 @@ std::string runs(const DispatchTable::Pick& table, const Problem& p, const Devic
   return choice.entry.at("candidate").get<std::string>();
 }
 
+// What a perfect model would choose: the fastest of the model's candidates that the run measured on the
+// shape (0 when the table has no model of the family, or none was measured). Tells a weak regression from
+// a candidate list that lacks the shape's winner.
+double best_of_candidates(const json& table, const std::string& family, const std::map<std::string, double>& ms) {
+  const json* model = table.contains("model") ? &table["model"]["families"] : nullptr;
+  if (!model || !model->contains(family)) return 0;
+  double fastest = 0;
+  for (const json& c : (*model)[family].at("candidates")) {
+    const auto it = ms.find(c.at("candidate").get<std::string>());
+    if (it != ms.end()) fastest = fastest == 0 ? it->second : std::min(fastest, it->second);
+  }
+  return fastest;
+}
+
 }  // namespace
 
 json cross_validate(const json& summary, const std::vector<json>& records, int folds) {
@@ -56,7 +70,7 @@ json cross_validate(const json& summary, const std::vector<json>& records, int f
   const auto fold_of = assign_folds(records, folds);
   const json device = summary.value("device", json::object());
   const DeviceInfo dev = DeviceInfo::from_json(device);
-  std::map<std::string, RatioStats> model, nearest, tuned;
+  std::map<std::string, RatioStats> model, nearest, tuned, perfect;
   json rows = json::array();
   int used_folds = 0;
   for (int f = 0; f < folds; ++f) {
@@ -90,6 +104,10 @@ json cross_validate(const json& summary, const std::vector<json>& records, int f
         row["nearest_choice"] = n_run;
         judge(model[p.family], t->second.ms, m_run, best, row, "model_ratio");
         judge(nearest[p.family], t->second.ms, n_run, best, row, "nearest_ratio");
+        if (const double ideal = best_of_candidates(table, p.family, t->second.ms); ideal > 0) {
+          perfect[p.family].add(ideal / best);
+          row["candidates_ratio"] = ideal / best;
+        }
         double fastest = 0;
         for (const json& c : tuning_shortlist(pick, p, &dev)) {
           const auto it = t->second.ms.find(c.at("candidate").get<std::string>());
@@ -109,19 +127,22 @@ json cross_validate(const json& summary, const std::vector<json>& records, int f
   }
   json families = json::object();
   for (const auto& [f, s] : model)
-    families[f] = {{"model", s.to_json()}, {"nearest", nearest[f].to_json()}, {"tuned", tuned[f].to_json()}};
+    families[f] = {{"model", s.to_json()}, {"nearest", nearest[f].to_json()}, {"tuned", tuned[f].to_json()},
+                   {"candidates", perfect[f].to_json()}};
   return {{"folds", used_folds}, {"families", families}, {"rows", rows}};
 }
 
 std::string format_cross_validation(const json& cv) {
   std::ostringstream out;
   char line[256];
-  out << "cross-validation over " << cv.at("folds").get<int>() << " folds: each problem judged by a table made without it\n";
+  out << "cross-validation over " << cv.at("folds").get<int>() << " folds: each problem judged by a table made without it"
+         " (candidates: the best of the model's candidates, what a perfect model would choose)\n";
   std::snprintf(line, sizeof line, "%-18s %-8s %8s %10s %11s %8s %8s %10s\n", "family", "rule", "problems", "<=1.10x",
                 "<=1.25x", "worst", "geomean", "unmeasured");
   out << line;
   for (const auto& [f, by_rule] : cv.at("families").items())
-    for (const char* rule : {"model", "nearest", "tuned"}) {
+    for (const char* rule : {"model", "nearest", "tuned", "candidates"}) {
+      if (!by_rule.contains(rule)) continue;
       const json& s = by_rule.at(rule);
       const int n = s["measured"].get<int>();
       auto pct = [&](const char* k) { return n ? 100.0 * s[k].get<int>() / n : 0.0; };

@@ -15,31 +15,15 @@ def strict_fp32(torch):
     torch.backends.cuda.matmul.allow_tf32 = False
 
 
-def median_ms(fn, samples, torch, warmup=3):
-    """The median over `samples` runs of fn's GPU time on the current stream (CUDA events), after warm-up."""
+def median_ms(fn, samples, torch, warmup=3, calls=1):
+    """The median over `samples` runs of fn's GPU time per call on the current stream (CUDA events around
+    `calls` calls issued back to back), after warm-up; every run starts with the GPU idle. With one call that
+    includes the host's work up to the call's first launch."""
     for _ in range(warmup):
         fn()
+    torch.cuda.synchronize()
     times = []
     for _ in range(samples):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
-
-
-def stream_ms(fn, torch, calls=20, repeats=5, warmup=3):
-    """The GPU's time per call when the host issues `calls` calls back to back (CUDA events around them, the
-    median over `repeats`), as in a training loop or a pipeline: the host runs ahead, so a call's host work
-    shows only where it exceeds the GPU's. median_ms times one call with the GPU idle before it: that includes
-    the host's work up to the call's first launch."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()  # every repeat starts with the GPU idle, as those after the first do
-    times = []
-    for _ in range(repeats):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(calls):
@@ -48,6 +32,13 @@ def stream_ms(fn, torch, calls=20, repeats=5, warmup=3):
         stop.synchronize()
         times.append(start.elapsed_time(stop) / calls)
     return statistics.median(times)
+
+
+def stream_ms(fn, torch, calls=20, repeats=5, warmup=3):
+    """The GPU's time per call when the host issues `calls` calls back to back (the median over `repeats`),
+    as in a training loop or a pipeline: the host runs ahead, so a call's host work shows only where it
+    exceeds the GPU's."""
+    return median_ms(fn, repeats, torch, warmup, calls)
 
 
 def layer_passes(torch, x, w, dy, stride, padding):

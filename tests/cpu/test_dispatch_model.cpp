@@ -476,6 +476,19 @@ TEST(DispatchModel, CrossValidationOnAShippedRun) {
   EXPECT_LT(m["worst_ratio"].get<double>(), 2.0);
   EXPECT_TRUE(contains(format_cross_validation(cv), "conv2d"));
   EXPECT_TRUE(contains(input_error([&] { cross_validate(s.summary, conv2d_only, 1); }), "--folds"));
+  // The best of the model's candidates bounds its choice: no slower where the choice is one of them, never
+  // faster than the measured best.
+  int bounded = 0;
+  for (const json& r : cv["rows"]) {
+    if (!r.contains("candidates_ratio")) continue;
+    EXPECT_GE(r["candidates_ratio"].get<double>(), 1.0);
+    if (r.contains("model_ratio") && r["model_rule"] == "model") {
+      EXPECT_LE(r["candidates_ratio"].get<double>(), r["model_ratio"].get<double>() + 1e-12) << r.dump();
+      ++bounded;
+    }
+  }
+  EXPECT_GT(bounded, 10);
+  EXPECT_TRUE(contains(format_cross_validation(cv), "candidates"));
 }
 
 // Cross-validation judges what the runtime ends up running, as check-dispatch does: a model choice the run

@@ -67,14 +67,24 @@ EPILOGUE_HD float layer_activation(float v) {
 constexpr const float* bias = nullptr;
 #endif
 
+// A bias already loaded (the GEMM kernels stage or hoist theirs), then the activation.
+__device__ __forceinline__ float layer_epilogue_loaded(float bias_value, float v) {
+#if BIAS
+  v += bias_value;
+#else
+  (void)bias_value;
+#endif
+  return layer_activation<ACT>(v);
+}
+
 // Output map `map`'s bias, then the activation.
 __device__ __forceinline__ float layer_epilogue(const float* __restrict__ bias_of_maps, int map, float v) {
 #if BIAS
-  v += __ldg(bias_of_maps + map);
+  return layer_epilogue_loaded(__ldg(bias_of_maps + map), v);
 #else
   (void)bias_of_maps, (void)map;
-#endif
   return layer_activation<ACT>(v);
+#endif
 }
 
 #endif

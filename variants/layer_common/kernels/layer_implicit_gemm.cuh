@@ -125,7 +125,7 @@ __device__ __forceinline__ float column_bias(const float* __restrict__ bias, int
 __device__ __forceinline__ void store_element(float* __restrict__ d, int d_row, int n, float value, float bias_n) {
   const DefinedShape s;
   if (n >= Gemm::n_size(s)) return;
-  d[d_row + n * Gemm::d_col_stride(s)] = SPLITS > 1 ? value : layer_activation<ACT>(BIAS ? value + bias_n : value);
+  d[d_row + n * Gemm::d_col_stride(s)] = SPLITS > 1 ? value : layer_epilogue_loaded(bias_n, value);
 }
 
 #if MATH == 0

@@ -152,7 +152,7 @@ __device__ __forceinline__ void store_tile(const float (&sum)[kAcc], float* __re
         const int n = n_first + 8 * j + 2 * q + e;
         const float v = sum[4 * j + 2 * h + e];
         if (kWholeN || n < kNSize)
-          d[d_row + n * Gemm::d_col_stride(s)] = layer_activation<ACT>(BIAS ? v + column_bias[2 * j + e] : v);
+          d[d_row + n * Gemm::d_col_stride(s)] = layer_epilogue_loaded(column_bias[2 * j + e], v);
       }
   }
 }
