@@ -47,9 +47,13 @@ ModelOptions ModelOptions::from_env() {
       else if (key == "max_candidates") o.max_candidates = size_t(std::stoul(value));
       else if (key == "near_weight") o.near_weight = std::stod(value);
       else if (key == "relative") o.relative = std::stoi(value) != 0;
+      else if (key == "within") o.within = std::stod(value);
+      else if (key == "mix") o.mix = std::stod(value);
       else throw std::invalid_argument(key);
+      if (key == "within" && !(o.within > 1)) throw std::invalid_argument(key);
     } catch (const std::exception&) {
-      throw InputError("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: rounds=N, depth=N, eta=X, clip=X, max_candidates=N, near_weight=X, relative=0|1");
+      throw InputError("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: rounds=N, depth=N, eta=X, clip=X, max_candidates=N, "
+                       "near_weight=X, relative=0|1, within=X, mix=X");
     }
   }
   return o;
@@ -284,7 +288,7 @@ json trees_of(const json& saved) {
 }
 
 json fit_trees(const std::vector<float>& x, const std::vector<float>& y, const std::vector<float>& w, size_t columns,
-               float base, const ModelOptions& o) {
+               float base, const ModelOptions& o, const char* objective) {
   Booster b;
   const bst_ulong rows = y.size();
   xgb_check(XGDMatrixCreateFromMat(x.data(), rows, bst_ulong(columns), NAN, &b.data), "matrix");
@@ -292,7 +296,7 @@ json fit_trees(const std::vector<float>& x, const std::vector<float>& y, const s
   xgb_check(XGDMatrixSetFloatInfo(b.data, "weight", w.data(), rows), "weights");
   xgb_check(XGBoosterCreate(&b.data, 1, &b.booster), "booster");
   const std::vector<std::pair<const char*, std::string>> params = {
-      {"objective", "reg:squarederror"}, {"tree_method", "exact"}, {"nthread", "1"}, {"seed", "0"},
+      {"objective", objective}, {"tree_method", "exact"}, {"nthread", "1"}, {"seed", "0"},
       {"max_depth", std::to_string(o.depth)}, {"eta", std::to_string(o.eta)}, {"base_score", std::to_string(base)},
       {"verbosity", "0"}};
   for (const auto& [k, v] : params) xgb_check(XGBoosterSetParam(b.booster, k, v.c_str()), k);
@@ -301,6 +305,31 @@ json fit_trees(const std::vector<float>& x, const std::vector<float>& y, const s
   const char* buf = nullptr;
   xgb_check(XGBoosterSaveModelToBuffer(b.booster, "{\"format\": \"json\"}", &len, &buf), "saving");
   return trees_of(json::parse(buf, buf + len));
+}
+
+// The training rows of a family: features, regression targets, the classifier's labels (1: slower than
+// `within` times the problem's best), weights.
+struct Rows {
+  std::vector<float> x, y, slow, w;
+};
+
+// The regression's trees, then (mix > 0) the classifier's with their leaves scaled by mix: one sum, which the
+// rules walk as before. Sets `base` to the sum's starting value.
+json fit_ensemble(const Rows& rows, size_t columns, const ModelOptions& o, double& base) {
+  double sum = 0;
+  for (float v : rows.y) sum += v;
+  base = float(sum / double(rows.y.size()));  // XGBoost's base_score is a float
+  json trees = fit_trees(rows.x, rows.y, rows.w, columns, float(base), o, "reg:squarederror");
+  if (o.mix <= 0) return trees;
+  double slow = 0;
+  for (float v : rows.slow) slow += v;
+  const float p = std::clamp(float(slow / double(rows.slow.size())), 0.02f, 0.98f);  // logistic: a probability
+  for (json& t : fit_trees(rows.x, rows.slow, rows.w, columns, p, o, "binary:logistic")) {
+    for (auto& v : t["value"]) v = float(v.get<double>() * o.mix);
+    trees.push_back(std::move(t));
+  }
+  base += o.mix * std::log(p / (1 - p));  // the classifier's trees add to the logit of its base
+  return trees;
 }
 
 json fit_family(const json& table, const std::string& family, const FamilyData& data, const ModelOptions& o) {
@@ -321,7 +350,8 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
       const json& problem = r->at("problem");
       shapes[key.first] = {problem_dims(problem, family), std::log2(table_floor_ms(table, Problem::from_json(problem)))};
     }
-  std::vector<float> y, w, x, row(size_t(rules::kMaxFeatures));
+  Rows rows;
+  std::vector<float> row(size_t(rules::kMaxFeatures));
   std::vector<double> targets;
   for (const auto& [key, r] : data.latest) {
     const double t = std::log2(r->at("time").at("median_ms").get<double>()) - shapes[key.first].second;
@@ -330,7 +360,6 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
     if (it == best.end() || t < it->second) best[key.first] = t;
   }
   size_t i = 0;
-  double sum = 0;
   for (const auto& [key, r] : data.latest) {  // sorted by (problem, candidate): any record order, same rows
     std::vector<std::string> text;
     text.reserve(2 * rules::kMaxParams + 1);
@@ -341,13 +370,14 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
     std::vector<float> statics(size_t(rules::static_feature_count(rl.model)));
     rules::static_features(rl.model, e, record_traits(layout, *r).data(), statics.data());
     rules::features(rl.model, rl.family, log_dims, quantities, tiles, statics.data(), row.data());
-    x.insert(x.end(), row.begin(), row.begin() + columns);
-    const double t = targets[i++];
-    y.push_back(float(std::min(t, best[key.first] + o.clip) - (o.relative ? best[key.first] : 0.0)));
-    w.push_back(float(t <= best[key.first] + std::log2(1.25) ? o.near_weight : 1.0));
-    sum += y.back();
+    rows.x.insert(rows.x.end(), row.begin(), row.begin() + columns);
+    const double t = targets[i++], b = best[key.first];
+    rows.y.push_back(float(std::min(t, b + o.clip) - (o.relative ? b : 0.0)));
+    rows.slow.push_back(t > b + std::log2(o.within) ? 1.f : 0.f);
+    rows.w.push_back(float(t <= b + std::log2(1.25) ? o.near_weight : 1.0));
   }
-  const float base = float(sum / double(y.size()));
+  double base = 0;
+  json trees = fit_ensemble(rows, size_t(columns), o, base);
   json strings = json::array();
   for (const auto& [k, v] : layout.strings) strings.push_back({k, v});
   json dim_names = json::array();
@@ -358,10 +388,11 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
           {"strings", strings},
           {"feature_count", columns},
           {"base", base},
-          {"trees", fit_trees(x, y, w, size_t(columns), base, o)},
+          {"trees", std::move(trees)},
           {"candidates", model_candidates(table, family, data, o.max_candidates)},
-          {"fit", {{"rows", y.size()}, {"problems", data.problems.size()}, {"rounds", o.rounds}, {"depth", o.depth},
-                   {"eta", o.eta}, {"clip", o.clip}, {"near_weight", o.near_weight}, {"relative", o.relative}}}};
+          {"fit", {{"rows", rows.y.size()}, {"problems", data.problems.size()}, {"rounds", o.rounds}, {"depth", o.depth},
+                   {"eta", o.eta}, {"clip", o.clip}, {"near_weight", o.near_weight}, {"relative", o.relative},
+                   {"within", o.within}, {"mix", o.mix}}}};
   if (!layout.quantities.empty()) {  // models without them read as before
     json quantities = json::array();
     for (const auto& [name, program] : layout.quantities) quantities.push_back({{"name", name}, {"program", program}});

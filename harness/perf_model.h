@@ -17,7 +17,7 @@ namespace convtune {
 using json = nlohmann::json;
 
 struct ModelOptions {
-  int rounds = 60;       // trees (the lookup's cost grows with them)
+  int rounds = 40;       // trees of the regression, and as many of the classifier (the lookup's cost grows with them)
   int depth = 6;         // levels of each tree
   double eta = 0.25;     // learning rate
   double clip = 3.0;     // targets over log2(best) + clip are clipped: 8x slower than the best is slow enough
@@ -27,7 +27,13 @@ struct ModelOptions {
   // log2(time / floor), which also predicts times (predicted_ms) but spends the trees on how efficient
   // whole shapes are (measured on unseen conv2d and layer shapes: docs/DISPATCH.md).
   bool relative = true;
-  // The defaults, with any of rounds, depth, eta, clip, max_candidates set by CONVTUNE_MODEL_OPTIONS
+  // A classifier's trees added to the regression's: XGBoost binary:logistic on whether a candidate is slower
+  // than `within` times its problem's best, its margin (log-odds of slow) scaled by `mix`. The regression
+  // ranks every candidate; the classifier sharpens the ranking at the top, where the choice is made (in
+  // cross-validation over 108 H200 layer shapes a pass: docs/DISPATCH.md). mix = 0: the regression alone.
+  double within = 1.05;
+  double mix = 0.1;
+  // The defaults, with any of the above set by CONVTUNE_MODEL_OPTIONS
   // ("rounds=200,eta=0.1"), for experiments; the fitted model records the values it used.
   static ModelOptions from_env();
 };

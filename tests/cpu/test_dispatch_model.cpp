@@ -184,7 +184,9 @@ TEST(DispatchModel, ModelLookupNeverReturnsWhatCannotRun) {
     const Lookup l = lookup(pick, p, &dev);
     EXPECT_TRUE(candidate_can_run(l.entry, p, dev)) << p.key() << " -> " << l.entry["candidate"];
     model_rule += l.rule == "model";
-    if (l.rule == "model") EXPECT_GT(l.predicted_ratio, 0.8) << p.key();  // trained on ratios >= 1 to the best
+    // A ratio to the best (trained on ratios >= 1), plus a tenth of the classifier's margin (in log2 units):
+    // unscaled, the margin alone would put it near 2^-5.
+    if (l.rule == "model") EXPECT_GT(l.predicted_ratio, 0.5) << p.key();
     for (const json& c : tuning_shortlist(pick, p, &dev))
       EXPECT_TRUE(candidate_can_run(c, p, dev)) << p.key() << " shortlist " << c["candidate"];
   }
