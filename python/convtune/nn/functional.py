@@ -124,10 +124,8 @@ _PLAN_LIMIT = 4096
 
 def _plan_key(input, weight, bias, stride, padding, dilation, groups):
     sig = _arrays._TorchKind.signature
-    key = ("nn.conv2d", sig(input), sig(weight), None if bias is None else sig(bias), stride, padding, dilation,
-           groups)
-    hash(key)
-    return key
+    return ("nn.conv2d", sig(input), sig(weight), None if bias is None else sig(bias), stride, padding, dilation,
+            groups)
 
 
 def _remembered(input, weight, bias, stride, padding, dilation, groups):
