@@ -2,7 +2,7 @@
 
 Two copies of ResNet-18 (torchvision's when it is installed, else the definition below) start from the same
 weights; in one every torch.nn.Conv2d is replaced by convtune.nn.Conv2d (state_dict kept). Both train on the
-same synthetic batches (one seed) with SGD, strict fp32 (no TF32 anywhere). Reports the loss of both at a few
+same synthetic batches (one seed) with SGD, strict fp32 (no TF32 anywhere), a step of each in turn. Reports the loss of both at a few
 steps and their largest relative difference over all steps; the median step time of each after a warm-up,
 which absorbs first-use compiling and tuning (reported apart, as is the time of compiling the kernels ahead in
 parallel processes); and the convolutions alone: every distinct conv shape of the network at this batch,
@@ -175,13 +175,12 @@ def _batch(torch, seed, step, batch):
     return images, labels
 
 
-def train(torch, model, args, dtype=None):
-    """Losses and wall-clock seconds of each step (forward, loss, backward, SGD step; synchronized); the
-    images in `dtype` (float64 for the reference run), else float32."""
+def _steps(torch, model, args, dtype):
+    """A generator: each next() runs one training step (forward, loss, backward, SGD step; synchronized) and
+    yields its loss and wall-clock seconds; the images in `dtype` (float64 for the reference run)."""
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     model.train()
-    losses, seconds = [], []
     for step in range(args.steps):
         images, labels = _batch(torch, args.seed, step, args.batch)
         if dtype is not None:
@@ -193,9 +192,23 @@ def train(torch, model, args, dtype=None):
         loss.backward()
         optimizer.step()
         torch.cuda.synchronize()
-        seconds.append(time.perf_counter() - start)
-        losses.append(loss.item())
-    return losses, seconds
+        seconds = time.perf_counter() - start
+        yield loss.item(), seconds
+
+
+def train(torch, models, args, dtype=None, steps_of=_steps):
+    """{name: (losses, seconds of each step)} of each model in `models` ({name: model}), trained step by step in
+    turn, the first model of each turn alternating, so that every model's steps see the same GPU clocks and
+    heat: trained one after the other, their step times could not be compared across runs."""
+    runs = {name: steps_of(torch, model, args, dtype) for name, model in models.items()}
+    out = {name: ([], []) for name in models}
+    names = list(models)
+    for step in range(args.steps):
+        for name in names[step % len(names):] + names[:step % len(names)]:
+            loss, seconds = next(runs[name])
+            out[name][0].append(loss)
+            out[name][1].append(seconds)
+    return out
 
 
 def max_relative_difference(ours, theirs):
@@ -266,15 +279,13 @@ def main(argv=None):
           flush=True)
 
     float64 = None if args.no_float64 else copy.deepcopy(reference).double()  # before any training step
+    prepare_s, notes = prepare_in_parallel(layer_problems(shapes), torch.cuda.current_device(),
+                                           args.prepare_workers, not args.no_tune)
+    print(f"convtune: kernels compiled ahead in {prepare_s:.1f} s ({args.prepare_workers} processes)", flush=True)
+    for note in notes[:3] + ([f"... and {len(notes) - 3} more"] if len(notes) > 3 else []):
+        print(f"  note: {note}", flush=True)
     results = {}
-    for name, model in (("torch", reference), ("convtune", ours)):
-        if name == "convtune":
-            prepare_s, notes = prepare_in_parallel(layer_problems(shapes), torch.cuda.current_device(),
-                                                   args.prepare_workers, not args.no_tune)
-            print(f"convtune: kernels compiled ahead in {prepare_s:.1f} s ({args.prepare_workers} processes)", flush=True)
-            for note in notes[:3] + ([f"... and {len(notes) - 3} more"] if len(notes) > 3 else []):
-                print(f"  note: {note}", flush=True)
-        losses, seconds = train(torch, model, args)
+    for name, (losses, seconds) in train(torch, {"torch": reference, "convtune": ours}, args).items():
         results[name] = {"losses": losses, "step_s": seconds, "warmup_s": sum(seconds[:args.warmup]),
                          "median_step_ms": statistics.median(seconds[args.warmup:]) * 1e3}
         print(f"{name}: warm-up {results[name]['warmup_s']:.2f} s ({args.warmup} steps), median step "
@@ -282,7 +293,7 @@ def main(argv=None):
     difference = max_relative_difference(results["convtune"]["losses"], results["torch"]["losses"])
     from_float64 = None
     if float64 is not None:  # how far each fp32 run strays from float64 PyTorch: the yardstick for `difference`
-        losses64, _ = train(torch, float64, args, torch.float64)
+        losses64, _ = train(torch, {"float64": float64}, args, torch.float64)["float64"]
         del float64
         from_float64 = {name: max_relative_difference(results[name]["losses"], losses64) for name in results}
         results["torch_float64"] = {"losses": losses64}

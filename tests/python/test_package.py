@@ -450,6 +450,21 @@ def test_train_check_arithmetic():
     assert _timing.output_hw(56, 56, 1, 1, (2, 2), (0, 0)) == (28, 28)
 
 
+def test_train_check_trains_the_models_a_step_each_in_turn():
+    from types import SimpleNamespace
+    from convtune import train_check
+    order = []
+
+    def steps_of(torch, model, args, dtype):
+        for step in range(args.steps):
+            order.append((model, step))
+            yield 10.0 * step + (model == "b"), 0.001 * (step + 1)
+
+    out = train_check.train(None, {"a": "a", "b": "b"}, SimpleNamespace(steps=3), steps_of=steps_of)
+    assert order == [("a", 0), ("b", 0), ("b", 1), ("a", 1), ("a", 2), ("b", 2)]
+    assert out == {"a": ([0.0, 10.0, 20.0], [0.001, 0.002, 0.003]), "b": ([1.0, 11.0, 21.0], [0.001, 0.002, 0.003])}
+
+
 @pytest.mark.parametrize("module", ["convtune.bench", "convtune.train_check"])
 def test_the_modules_help_needs_no_torch(module):
     code = ("import sys, runpy; sys.path.insert(0, 'tests/python'); import package_support; sys.argv = ['x', '--help']\n"
