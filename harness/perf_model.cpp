@@ -49,14 +49,43 @@ ModelOptions ModelOptions::from_env() {
       else if (key == "relative") o.relative = std::stoi(value) != 0;
       else if (key == "within") o.within = std::stod(value);
       else if (key == "mix") o.mix = std::stod(value);
+      else if (key == "cover") o.cover = size_t(std::stoul(value));
+      else if (key == "gamma") o.gamma = std::stod(value);
       else throw std::invalid_argument(key);
       if (key == "within" && !(o.within > 1)) throw std::invalid_argument(key);
     } catch (const std::exception&) {
       throw InputError("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: rounds=N, depth=N, eta=X, clip=X, max_candidates=N, "
-                       "near_weight=X, relative=0|1, within=X, mix=X");
+                       "near_weight=X, relative=0|1, within=X, mix=X, cover=N, gamma=X");
     }
   }
   return o;
+}
+
+std::vector<std::string> cover_order(const std::vector<std::string>& by_count,
+                                     const std::map<std::string, std::set<std::string>>& near_problems, size_t slots,
+                                     size_t reserved) {
+  const size_t head = slots > reserved ? std::min(slots - reserved, by_count.size()) : 0;
+  std::vector<std::string> out(by_count.begin(), by_count.begin() + long(head));
+  std::vector<std::string> rest(by_count.begin() + long(head), by_count.end());
+  std::set<std::string> covered;
+  for (const std::string& c : out)
+    if (near_problems.count(c)) covered.insert(near_problems.at(c).begin(), near_problems.at(c).end());
+  while (out.size() < slots && !rest.empty()) {
+    size_t pick = 0, pick_gain = 0;
+    for (size_t j = 0; j < rest.size(); ++j) {
+      const auto it = near_problems.find(rest[j]);
+      size_t gain = 0;
+      if (it != near_problems.end())
+        for (const std::string& p : it->second) gain += !covered.count(p);
+      if (gain > pick_gain) pick = j, pick_gain = gain;
+    }
+    if (pick_gain == 0) break;
+    covered.insert(near_problems.at(rest[pick]).begin(), near_problems.at(rest[pick]).end());
+    out.push_back(rest[pick]);
+    rest.erase(rest.begin() + long(pick));
+  }
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
 }
 
 namespace {
@@ -95,7 +124,8 @@ std::map<std::string, FamilyData> training_records(const std::vector<json>& reco
 // others ranked by how many problems they were within 10% of the best on, then by name; at most `cap`. Never
 // one that failed on a training shape (cuDNN's winograd_nonfused misses strict fp32's tolerance at 5x5 on
 // some shapes and passes on others: on a shape nobody verified it could be either).
-std::vector<json> model_candidates(const json& table, const std::string& family, const FamilyData& data, size_t cap) {
+std::vector<json> model_candidates(const json& table, const std::string& family, const FamilyData& data, size_t cap,
+                                   size_t cover) {
   std::map<std::string, json> named;
   auto add = [&](const json& c) {
     const json config = c.value("config", json::object());
@@ -122,8 +152,12 @@ std::vector<json> model_candidates(const json& table, const std::string& family,
   }
   for (const auto& [key, r] : variant_best) add(*r);  // so that each variant's best configs compete
   std::map<std::string, int> near_best;
+  std::map<std::string, std::set<std::string>> near_problems;  // candidate -> problems it is within 1.10x on
   for (const auto& [key, r] : data.latest)
-    if (r->at("time").at("median_ms").get<double>() <= 1.1 * best[key.first]) ++near_best[key.second];
+    if (r->at("time").at("median_ms").get<double>() <= 1.1 * best[key.first]) {
+      ++near_best[key.second];
+      near_problems[key.second].insert(key.first);
+    }
   // A library's algorithms first (a handful, each winning on its own kind of shape, e.g. FFT at large
   // filters): where the model misjudges such a shape, first-use tuning still has each algorithm to time.
   std::vector<std::pair<int, std::string>> ranked;
@@ -132,6 +166,15 @@ std::vector<json> model_candidates(const json& table, const std::string& family,
     ranked.push_back({v && v->library() ? std::numeric_limits<int>::min() : -near_best[name], name});
   }
   std::sort(ranked.begin(), ranked.end());
+  if (cover) {
+    const auto libraries = size_t(std::count_if(ranked.begin(), ranked.end(), [](const auto& r) {
+      return r.first == std::numeric_limits<int>::min();
+    }));
+    std::vector<std::string> by_count;
+    for (size_t i = libraries; i < ranked.size(); ++i) by_count.push_back(ranked[i].second);
+    by_count = cover_order(by_count, near_problems, cap > libraries ? cap - libraries : 0, cover);
+    for (size_t i = libraries; i < ranked.size(); ++i) ranked[i].second = by_count[i - libraries];
+  }
   std::vector<json> out;
   for (size_t i = 0; i < ranked.size() && i < cap; ++i) {
     json c = named[ranked[i].second];
@@ -297,7 +340,8 @@ json fit_trees(const std::vector<float>& x, const std::vector<float>& y, const s
   xgb_check(XGBoosterCreate(&b.data, 1, &b.booster), "booster");
   const std::vector<std::pair<const char*, std::string>> params = {
       {"objective", objective}, {"tree_method", "exact"}, {"nthread", "1"}, {"seed", "0"},
-      {"max_depth", std::to_string(o.depth)}, {"eta", std::to_string(o.eta)}, {"base_score", std::to_string(base)},
+      {"max_depth", std::to_string(o.depth)}, {"eta", std::to_string(o.eta)},
+      {"gamma", std::to_string(o.gamma)}, {"base_score", std::to_string(base)},
       {"verbosity", "0"}};
   for (const auto& [k, v] : params) xgb_check(XGBoosterSetParam(b.booster, k, v.c_str()), k);
   for (int i = 0; i < o.rounds; ++i) xgb_check(XGBoosterUpdateOneIter(b.booster, i, b.data), "training");
@@ -389,10 +433,10 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
           {"feature_count", columns},
           {"base", base},
           {"trees", std::move(trees)},
-          {"candidates", model_candidates(table, family, data, o.max_candidates)},
+          {"candidates", model_candidates(table, family, data, o.max_candidates, o.cover)},
           {"fit", {{"rows", rows.y.size()}, {"problems", data.problems.size()}, {"rounds", o.rounds}, {"depth", o.depth},
                    {"eta", o.eta}, {"clip", o.clip}, {"near_weight", o.near_weight}, {"relative", o.relative},
-                   {"within", o.within}, {"mix", o.mix}}}};
+                   {"within", o.within}, {"mix", o.mix}, {"cover", o.cover}, {"gamma", o.gamma}}}};
   if (!layout.quantities.empty()) {  // models without them read as before
     json quantities = json::array();
     for (const auto& [name, program] : layout.quantities) quantities.push_back({{"name", name}, {"program", program}});

@@ -1,9 +1,12 @@
 // The dispatch table's performance model: per family, gradient-boosted regression trees (XGBoost) fitted
-// on a run's verified records, predicting log2(median time / the problem's floor) of a candidate on any
-// shape from the shape, the candidate and what the two make together (features() in
+// on a run's verified records, scoring a candidate on any shape (log2 of how much slower than the problem's
+// best it is, plus a classifier's margin of "slower than 1.05x") from the shape, the candidate and what the
+// two make together (features() in
 // harness/dispatch_rules.h). The fitted trees are written into dispatch.json under "model" and evaluated by
 // the rules themselves: the runtime library, check-dispatch and exported headers need no XGBoost.
 #pragma once
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,10 +21,16 @@ using json = nlohmann::json;
 
 struct ModelOptions {
   int rounds = 40;       // trees of the regression, and as many of the classifier (the lookup's cost grows with them)
-  int depth = 6;         // levels of each tree
+  int depth = 8;         // levels of each tree (at most; the data stops some branches sooner)
   double eta = 0.25;     // learning rate
+  double gamma = 0;      // XGBoost's min_split_loss: a split must lower the loss this much (fewer nodes)
   double clip = 3.0;     // targets over log2(best) + clip are clipped: 8x slower than the best is slow enough
   size_t max_candidates = 32;  // what the model chooses among, per family (the lookup's cost grows with it)
+  // The non-library candidates: by how many training problems each is within 1.10x of the best on (configs
+  // that hold on many shapes, unseen ones too), but the last `cover` of the slots go, greedily, to those that
+  // bring the most problems within 1.10x that no candidate kept before did (configs winning on rare kinds of
+  // shape: a batch-1 7x7 layer, a backward-filter split count). 0: by count alone.
+  size_t cover = 8;
   double near_weight = 1;  // a record within 25% of its problem's best counts this many times (where choices are made)
   // The target: log2(time / the problem's best), which ranks candidates (what dispatch needs) better than
   // log2(time / floor), which also predicts times (predicted_ms) but spends the trees on how efficient
@@ -37,6 +46,14 @@ struct ModelOptions {
   // ("rounds=200,eta=0.1"), for experiments; the fitted model records the values it used.
   static ModelOptions from_env();
 };
+
+// The model's non-library candidates in the order they are kept (the first `slots`): `by_count` (sorted by
+// how many problems each is within 1.10x of the best on) up to slots - reserved; then, in the `reserved` slots,
+// greedily the one near the best on the most problems (`near_problems`: candidate -> those problems) that no
+// candidate kept before is near on (ties in by_count's order); then the rest in by_count's order.
+std::vector<std::string> cover_order(const std::vector<std::string>& by_count,
+                                     const std::map<std::string, std::set<std::string>>& near_problems, size_t slots,
+                                     size_t reserved);
 
 // Whether this convtune was built with XGBoost (libxgboost-dev): without it, export writes no model and
 // tables fall back to the nearest rule.

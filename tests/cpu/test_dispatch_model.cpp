@@ -137,6 +137,20 @@ TEST(DispatchModel, FitIsDeterministicAndIgnoresRecordOrder) {
 
 // A candidate that gave a wrong result on any training shape is never one the model may choose, however
 // fast it was elsewhere.
+TEST(DispatchModel, CandidatesAreKeptByCountThenByTheProblemsTheyBringNearTheBest) {
+  // By count: a (near the best on three problems), b (two of those), d (one of those), c (one no other is near
+  // on), e (none).
+  const std::map<std::string, std::set<std::string>> near = {
+      {"a", {"p1", "p2", "p3"}}, {"b", {"p1", "p2"}}, {"c", {"p4"}}, {"d", {"p1"}}};
+  const std::vector<std::string> by_count = {"a", "b", "d", "c", "e"};
+  EXPECT_EQ(cover_order(by_count, near, 3, 0), by_count);
+  // One slot of three reserved: c, which brings p4, takes it ahead of d.
+  EXPECT_EQ(cover_order(by_count, near, 3, 1), (std::vector<std::string>{"a", "b", "c", "d", "e"}));
+  // All reserved: a set cover (a, then c), then the rest by count.
+  EXPECT_EQ(cover_order(by_count, near, 4, 4), (std::vector<std::string>{"a", "c", "b", "d", "e"}));
+  EXPECT_EQ(cover_order({}, near, 4, 2), std::vector<std::string>{});
+}
+
 TEST(DispatchModel, ACandidateThatFailedOnAnyShapeIsNoModelCandidate) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   const Shipped& s = shipped();
