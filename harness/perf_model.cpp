@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
@@ -49,10 +50,12 @@ ModelOptions ModelOptions::from_env() {
       else if (key == "relative") o.relative = std::stoi(value) != 0;
       else if (key == "within") o.within = std::stod(value);
       else if (key == "mix") o.mix = std::stod(value);
-      else if (key == "cover") o.cover = size_t(std::stoul(value));
+      else if (key == "cover") o.cover = size_t(std::stoi(value));
       else if (key == "gamma") o.gamma = std::stod(value);
       else throw std::invalid_argument(key);
       if (key == "within" && !(o.within > 1)) throw std::invalid_argument(key);
+      if (key == "cover" && std::stoi(value) < 0) throw std::invalid_argument(key);
+      if (key == "gamma" && !(o.gamma >= 0 && std::isfinite(o.gamma))) throw std::invalid_argument(key);
     } catch (const std::exception&) {
       throw InputError("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: rounds=N, depth=N, eta=X, clip=X, max_candidates=N, "
                        "near_weight=X, relative=0|1, within=X, mix=X, cover=N, gamma=X");
@@ -61,15 +64,16 @@ ModelOptions ModelOptions::from_env() {
   return o;
 }
 
-std::vector<std::string> cover_order(const std::vector<std::string>& by_count,
+std::vector<std::string> cover_order(const std::vector<std::string>& kept, const std::vector<std::string>& by_count,
                                      const std::map<std::string, std::set<std::string>>& near_problems, size_t slots,
                                      size_t reserved) {
   const size_t head = slots > reserved ? std::min(slots - reserved, by_count.size()) : 0;
   std::vector<std::string> out(by_count.begin(), by_count.begin() + long(head));
   std::vector<std::string> rest(by_count.begin() + long(head), by_count.end());
   std::set<std::string> covered;
-  for (const std::string& c : out)
-    if (near_problems.count(c)) covered.insert(near_problems.at(c).begin(), near_problems.at(c).end());
+  for (const std::vector<std::string>* list : {&kept, static_cast<const std::vector<std::string>*>(&out)})
+    for (const std::string& c : *list)
+      if (near_problems.count(c)) covered.insert(near_problems.at(c).begin(), near_problems.at(c).end());
   while (out.size() < slots && !rest.empty()) {
     size_t pick = 0, pick_gain = 0;
     for (size_t j = 0; j < rest.size(); ++j) {
@@ -121,7 +125,8 @@ std::map<std::string, FamilyData> training_records(const std::vector<json>& reco
 
 // What the model chooses among: every candidate the table names for the family (choices, alternates,
 // baselines, the default) and each variant's fastest config on each problem; a library's configs first, the
-// others ranked by how many problems they were within 10% of the best on, then by name; at most `cap`. Never
+// others ranked by how many problems they were within 10% of the best on, then by name, the last `cover` of
+// the `cap` slots by cover_order; at most `cap`. Never
 // one that failed on a training shape (cuDNN's winograd_nonfused misses strict fp32's tolerance at 5x5 on
 // some shapes and passes on others: on a shape nobody verified it could be either).
 std::vector<json> model_candidates(const json& table, const std::string& family, const FamilyData& data, size_t cap,
@@ -170,9 +175,9 @@ std::vector<json> model_candidates(const json& table, const std::string& family,
     const auto libraries = size_t(std::count_if(ranked.begin(), ranked.end(), [](const auto& r) {
       return r.first == std::numeric_limits<int>::min();
     }));
-    std::vector<std::string> by_count;
-    for (size_t i = libraries; i < ranked.size(); ++i) by_count.push_back(ranked[i].second);
-    by_count = cover_order(by_count, near_problems, cap > libraries ? cap - libraries : 0, cover);
+    std::vector<std::string> library_names, by_count;
+    for (size_t i = 0; i < ranked.size(); ++i) (i < libraries ? library_names : by_count).push_back(ranked[i].second);
+    by_count = cover_order(library_names, by_count, near_problems, cap > libraries ? cap - libraries : 0, cover);
     for (size_t i = libraries; i < ranked.size(); ++i) ranked[i].second = by_count[i - libraries];
   }
   std::vector<json> out;
@@ -330,6 +335,13 @@ json trees_of(const json& saved) {
   return out;
 }
 
+// A double as text that reads back as the same double (std::to_string keeps 6 decimals: 1e-7 would be 0).
+std::string exact(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 json fit_trees(const std::vector<float>& x, const std::vector<float>& y, const std::vector<float>& w, size_t columns,
                float base, const ModelOptions& o, const char* objective) {
   Booster b;
@@ -340,8 +352,8 @@ json fit_trees(const std::vector<float>& x, const std::vector<float>& y, const s
   xgb_check(XGBoosterCreate(&b.data, 1, &b.booster), "booster");
   const std::vector<std::pair<const char*, std::string>> params = {
       {"objective", objective}, {"tree_method", "exact"}, {"nthread", "1"}, {"seed", "0"},
-      {"max_depth", std::to_string(o.depth)}, {"eta", std::to_string(o.eta)},
-      {"gamma", std::to_string(o.gamma)}, {"base_score", std::to_string(base)},
+      {"max_depth", std::to_string(o.depth)}, {"eta", exact(o.eta)},
+      {"gamma", exact(o.gamma)}, {"base_score", std::to_string(base)},
       {"verbosity", "0"}};
   for (const auto& [k, v] : params) xgb_check(XGBoosterSetParam(b.booster, k, v.c_str()), k);
   for (int i = 0; i < o.rounds; ++i) xgb_check(XGBoosterUpdateOneIter(b.booster, i, b.data), "training");

@@ -50,8 +50,9 @@ struct ModelOptions {
 // The model's non-library candidates in the order they are kept (the first `slots`): `by_count` (sorted by
 // how many problems each is within 1.10x of the best on) up to slots - reserved; then, in the `reserved` slots,
 // greedily the one near the best on the most problems (`near_problems`: candidate -> those problems) that no
-// candidate kept before is near on (ties in by_count's order); then the rest in by_count's order.
-std::vector<std::string> cover_order(const std::vector<std::string>& by_count,
+// candidate kept before (`kept`, the libraries, or one of by_count's kept) is near on, ties in by_count's
+// order; then the rest in by_count's order.
+std::vector<std::string> cover_order(const std::vector<std::string>& kept, const std::vector<std::string>& by_count,
                                      const std::map<std::string, std::set<std::string>>& near_problems, size_t slots,
                                      size_t reserved);
 

@@ -135,22 +135,54 @@ TEST(DispatchModel, FitIsDeterministicAndIgnoresRecordOrder) {
   }
 }
 
-// A candidate that gave a wrong result on any training shape is never one the model may choose, however
-// fast it was elsewhere.
 TEST(DispatchModel, CandidatesAreKeptByCountThenByTheProblemsTheyBringNearTheBest) {
   // By count: a (near the best on three problems), b (two of those), d (one of those), c (one no other is near
   // on), e (none).
   const std::map<std::string, std::set<std::string>> near = {
-      {"a", {"p1", "p2", "p3"}}, {"b", {"p1", "p2"}}, {"c", {"p4"}}, {"d", {"p1"}}};
+      {"a", {"p1", "p2", "p3"}}, {"b", {"p1", "p2"}}, {"c", {"p4"}}, {"d", {"p1"}}, {"lib", {"p4"}}};
   const std::vector<std::string> by_count = {"a", "b", "d", "c", "e"};
-  EXPECT_EQ(cover_order(by_count, near, 3, 0), by_count);
+  EXPECT_EQ(cover_order({}, by_count, near, 3, 0), by_count);
   // One slot of three reserved: c, which brings p4, takes it ahead of d.
-  EXPECT_EQ(cover_order(by_count, near, 3, 1), (std::vector<std::string>{"a", "b", "c", "d", "e"}));
+  EXPECT_EQ(cover_order({}, by_count, near, 3, 1), (std::vector<std::string>{"a", "b", "c", "d", "e"}));
+  // ... unless a library kept ahead of them is near on p4 already: then nothing is brought, and count decides.
+  EXPECT_EQ(cover_order({"lib"}, by_count, near, 3, 1), by_count);
   // All reserved: a set cover (a, then c), then the rest by count.
-  EXPECT_EQ(cover_order(by_count, near, 4, 4), (std::vector<std::string>{"a", "c", "b", "d", "e"}));
-  EXPECT_EQ(cover_order({}, near, 4, 2), std::vector<std::string>{});
+  EXPECT_EQ(cover_order({}, by_count, near, 4, 4), (std::vector<std::string>{"a", "c", "b", "d", "e"}));
+  EXPECT_EQ(cover_order({}, {}, near, 4, 2), std::vector<std::string>{});
 }
 
+// The cover in a fit: with slots reserved, the kept candidates differ from those by count alone, libraries
+// still first, never more than max_candidates.
+TEST(DispatchModel, ReservedSlotsChangeWhichCandidatesAFitKeeps) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const Shipped& s = shipped();
+  std::vector<json> conv2d;
+  for (const json& r : s.records)
+    if (r.value("family", "") == "conv2d") conv2d.push_back(r);
+  auto kept = [&](size_t cover) {
+    ModelOptions o;
+    o.rounds = 1;  // the candidates do not depend on the trees
+    o.depth = 1;
+    o.max_candidates = 8;
+    o.cover = cover;
+    std::vector<std::string> names;
+    bool libraries_first = true, seen_own = false;
+    const json fit = fit_models(s.table, conv2d, o);
+    for (const json& c : fit["families"]["conv2d"]["candidates"]) {
+      const bool library = Registry::instance().get(c["variant"].get<std::string>()).library();
+      libraries_first = libraries_first && !(library && seen_own);
+      seen_own = seen_own || !library;
+      names.push_back(c["candidate"].get<std::string>());
+    }
+    EXPECT_TRUE(libraries_first) << cover;
+    EXPECT_LE(names.size(), 8u);
+    return std::set<std::string>(names.begin(), names.end());
+  };
+  EXPECT_NE(kept(0), kept(4));
+}
+
+// A candidate that gave a wrong result on any training shape is never one the model may choose, however
+// fast it was elsewhere.
 TEST(DispatchModel, ACandidateThatFailedOnAnyShapeIsNoModelCandidate) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   const Shipped& s = shipped();

@@ -267,15 +267,17 @@ struct ModelOptionsEnv {
 // perf_model.cpp:51, CONVTUNE_MODEL_OPTIONS read only up to its first option.
 TEST(MutantKills, ModelOptionsReadEveryItemOfTheList) {
   const ModelOptions o = [] {
-    const ModelOptionsEnv env("rounds=7,depth=3,eta=0.125,relative=0");
+    const ModelOptionsEnv env("rounds=7,depth=3,eta=0.125,relative=0,cover=3,gamma=0.5");
     return ModelOptions::from_env();
   }();
+  EXPECT_EQ(o.cover, 3u);
+  EXPECT_DOUBLE_EQ(o.gamma, 0.5);
   EXPECT_EQ(o.rounds, 7);
   EXPECT_EQ(o.depth, 3);
   EXPECT_DOUBLE_EQ(o.eta, 0.125);
   EXPECT_FALSE(o.relative);
   // An unknown or malformed item is an error naming it, never skipped (perf_model.cpp:51: a break in the catch).
-  for (const char* bad : {"rounds=7,bogus=1", "depth=x"}) {
+  for (const char* bad : {"rounds=7,bogus=1", "depth=x", "cover=-1", "gamma=-1", "gamma=inf"}) {
     const ModelOptionsEnv env(bad);
     const std::string msg = test::input_error([] { ModelOptions::from_env(); });
     const std::string item = std::string(bad).substr(std::string(bad).rfind(',') + 1);

@@ -457,12 +457,14 @@ def test_train_check_trains_the_models_a_step_each_in_turn():
 
     def steps_of(torch, model, args, dtype):
         for step in range(args.steps):
-            order.append((model, step))
-            yield 10.0 * step + (model == "b"), 0.001 * (step + 1)
+            order.append((model, step, dtype))
+            yield 10.0 * step + (model == "b"), 0.001 * (step + 1) + 0.1 * (model == "b")
 
-    out = train_check.train(None, {"a": "a", "b": "b"}, SimpleNamespace(steps=3), steps_of=steps_of)
-    assert order == [("a", 0), ("b", 0), ("b", 1), ("a", 1), ("a", 2), ("b", 2)]
-    assert out == {"a": ([0.0, 10.0, 20.0], [0.001, 0.002, 0.003]), "b": ([1.0, 11.0, 21.0], [0.001, 0.002, 0.003])}
+    out = train_check.train(None, {"a": "a", "b": "b"}, SimpleNamespace(steps=3), "f64", steps_of=steps_of)
+    assert [(m, s) for m, s, _ in order] == [("a", 0), ("b", 0), ("b", 1), ("a", 1), ("a", 2), ("b", 2)]
+    assert {d for _, _, d in order} == {"f64"}
+    assert out == {"a": ([0.0, 10.0, 20.0], [0.001, 0.002, 0.003]),
+                   "b": ([1.0, 11.0, 21.0], [pytest.approx(0.101), pytest.approx(0.102), pytest.approx(0.103)])}
 
 
 @pytest.mark.parametrize("module", ["convtune.bench", "convtune.train_check"])
