@@ -385,7 +385,10 @@ namespace {
 
 std::string c_float(float x) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", double(x));  // 9 digits name one float exactly
+  for (int digits = 6; digits <= 9; ++digits) {  // the fewest that read back as x (9 always do)
+    std::snprintf(buf, sizeof buf, "%.*g", digits, double(x));
+    if (std::strtof(buf, nullptr) == x || std::isnan(x)) break;
+  }
   std::string s = buf;
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s + "f";
@@ -426,7 +429,7 @@ std::string header_model(std::ostringstream& o, const rules::Model& m, int nodes
   o << "inline constexpr Node " << k << "Nodes[] = {\n";
   for (int i = 0; i < nodes; ++i) {
     const rules::Node& n = m.nodes[i];
-    o << "    {" << n.feature << ", " << c_float(n.threshold) << ", " << n.yes << ", " << n.no << ", " << c_float(n.value) << "},\n";
+    o << "{" << n.feature << "," << c_float(n.threshold) << "," << n.yes << "," << n.no << "," << c_float(n.value) << "},\n";
   }
   o << "};\ninline constexpr int " << k << "Roots[] = {";
   for (int t = 0; t < m.tree_count; ++t) o << (t ? ", " : "") << m.roots[t];
