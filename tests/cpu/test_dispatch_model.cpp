@@ -119,6 +119,14 @@ std::vector<Problem> random_shapes(const json& table, int per_family, uint32_t s
   return out;
 }
 
+// The shipped run's records of one family.
+std::vector<json> shipped_records_of(const std::string& family) {
+  std::vector<json> out;
+  for (const json& r : shipped().records)
+    if (r.value("family", "") == family) out.push_back(r);
+  return out;
+}
+
 TEST(DispatchModel, FitIsDeterministicAndIgnoresRecordOrder) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   const Shipped& s = shipped();
@@ -156,9 +164,7 @@ TEST(DispatchModel, CandidatesAreKeptByCountThenByTheProblemsTheyBringNearTheBes
 TEST(DispatchModel, ReservedSlotsChangeWhichCandidatesAFitKeeps) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   const Shipped& s = shipped();
-  std::vector<json> conv2d;
-  for (const json& r : s.records)
-    if (r.value("family", "") == "conv2d") conv2d.push_back(r);
+  const std::vector<json> conv2d = shipped_records_of("conv2d");
   auto kept = [&](size_t cover) {
     ModelOptions o;
     o.rounds = 1;  // the candidates do not depend on the trees
@@ -186,9 +192,7 @@ TEST(DispatchModel, ReservedSlotsChangeWhichCandidatesAFitKeeps) {
 TEST(DispatchModel, ACandidateThatFailedOnAnyShapeIsNoModelCandidate) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   const Shipped& s = shipped();
-  std::vector<json> conv1d;
-  for (const json& r : s.records)
-    if (r.value("family", "") == "conv1d") conv1d.push_back(r);
+  std::vector<json> conv1d = shipped_records_of("conv1d");
   auto candidates = [](const json& table) {
     std::set<std::string> out;
     for (const json& c : table.at("model").at("families").at("conv1d").at("candidates"))
