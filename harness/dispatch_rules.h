@@ -256,19 +256,26 @@ inline void log_dims_of(const FamilyInfo& f, const int64_t* dims, double* out) {
   for (int i = 0; i < f.n_dims; ++i) out[i] = std::log2(double(dims[i]) + 1.0);
 }
 
+// The node a step leads to, indexed rather than branched to: a branch is mispredicted on about half of the
+// nodes (walks 2.2x slower, a layer lookup of the fleet header, 2026-11-29).
+inline int child(const Node& node, const float* x) {
+  const int next[2] = {node.yes, node.no};
+  return next[int(!(x[node.feature] < node.threshold))];
+}
+
 inline float predict(const Model& m, const float* x) {
   float y = m.base;
   for (int t = 0; t < m.tree_count; ++t) {
     int i = m.roots[t];
-    for (int d = 0; d < m.depth; ++d) i = x[m.nodes[i].feature] < m.nodes[i].threshold ? m.nodes[i].yes : m.nodes[i].no;
+    for (int d = 0; d < m.depth; ++d) i = child(m.nodes[i], x);
     y += m.nodes[i].value;
   }
   return y;
 }
 
 // predict() of n <= kWalkTogether feature rows at once: each tree walked by all rows a level at a time, so
-// that the rows' independent walks overlap instead of each waiting on its own unpredictable branch.
-constexpr int kWalkTogether = 8;
+// that the rows' independent loads overlap (16 rows: 1.3x faster than 8 on a layer lookup, 2026-11-29).
+constexpr int kWalkTogether = 16;
 inline void predict_rows(const Model& m, const float (*x)[kMaxFeatures], int n, float* y) {
   int at[kWalkTogether];
   for (int c = 0; c < n; ++c) y[c] = m.base;
@@ -277,7 +284,7 @@ inline void predict_rows(const Model& m, const float (*x)[kMaxFeatures], int n, 
     for (int d = 0; d < m.depth; ++d)
       for (int c = 0; c < n; ++c) {
         const Node& node = m.nodes[at[c]];
-        at[c] = x[c][node.feature] < node.threshold ? node.yes : node.no;
+        at[c] = child(node, x[c]);
       }
     for (int c = 0; c < n; ++c) y[c] += m.nodes[at[c]].value;
   }
@@ -307,7 +314,7 @@ inline int rank_by_model(const Model& m, const FamilyInfo& f, const int64_t* dim
                          int* out, float* predicted, int k) {
   if (feature_count(m, f) > kMaxFeatures || m.candidate_count > kMaxCandidates || m.quantity_count > kMaxQuantities)
     return 0;
-  float x[kWalkTogether][kMaxFeatures], y[kMaxCandidates];  // (16 KiB of stack: features a few rows at a time)
+  float x[kWalkTogether][kMaxFeatures], y[kMaxCandidates];  // (32 KiB of stack: features a few rows at a time)
   bool taken[kMaxCandidates] = {};
   double log_dims[kMaxDims], quantities[kMaxQuantities];
   int tiles[kMaxQuantities];
