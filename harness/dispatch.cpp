@@ -429,7 +429,7 @@ std::string header_model(std::ostringstream& o, const rules::Model& m, int nodes
   o << "inline constexpr Node " << k << "Nodes[] = {\n";
   for (int i = 0; i < nodes; ++i) {
     const rules::Node& n = m.nodes[i];
-    o << "{" << n.feature << "," << c_float(n.threshold) << "," << n.yes << "," << n.no << "," << c_float(n.value) << "},\n";
+    o << "{" << n.feature << "," << c_float(n.threshold) << ",{" << n.next[0] << "," << n.next[1] << "}},\n";
   }
   o << "};\ninline constexpr int " << k << "Roots[] = {";
   for (int t = 0; t < m.tree_count; ++t) o << (t ? ", " : "") << m.roots[t];

@@ -163,17 +163,19 @@ int append_tree(std::vector<rules::Node>& nodes, const json& tree, int feature_c
   for (const char* key : {"threshold", "yes", "no", "value"})
     if (!tree.at(key).is_array() || tree[key].size() != n) throw InputError(where + ": tree arrays differ in length");
   for (size_t i = 0; i < n; ++i) {
-    rules::Node node{f[i].get<int>(), tree["threshold"][i].get<float>(), tree["yes"][i].get<int>(),
-                     tree["no"][i].get<int>(), tree["value"][i].get<float>()};
+    rules::Node node{f[i].get<int>(), tree["threshold"][i].get<float>(), {tree["yes"][i].get<int>(), tree["no"][i].get<int>()}};
+    const float value = tree["value"][i].get<float>();
     if (node.feature >= feature_count) throw InputError(where + ": a split on feature " + std::to_string(node.feature) +
                                                         " of " + std::to_string(feature_count));
     if (node.feature >= 0) {
-      if (node.yes < 0 || node.no < 0 || node.yes >= int(n) || node.no >= int(n))
-        throw InputError(where + ": a tree link out of the tree");
-      node.yes += int(first);
-      node.no += int(first);
-    } else if (node.yes != -1 || node.no != -1) {  // the format's leaf: what else reads the file agrees
+      for (int& next : node.next) {
+        if (next < 0 || next >= int(n)) throw InputError(where + ": a tree link out of the tree");
+        next += int(first);
+      }
+    } else if (node.next[0] != -1 || node.next[1] != -1) {  // the format's leaf: what else reads the file agrees
       throw InputError(where + ": a leaf with links (a leaf's yes and no are -1)");
+    } else {
+      node.threshold = value;
     }
     nodes.push_back(node);
   }
@@ -187,10 +189,10 @@ int append_tree(std::vector<rules::Node>& nodes, const json& tree, int feature_c
     if (seen[size_t(i) - first]++) throw InputError(where + ": a tree whose links meet or loop");
     rules::Node& node = nodes[size_t(i)];
     if (node.feature >= 0) {
-      stack.push_back({node.yes, d + 1});
-      stack.push_back({node.no, d + 1});
+      stack.push_back({node.next[0], d + 1});
+      stack.push_back({node.next[1], d + 1});
     } else {
-      node = {0, 0.0f, i, i, node.value};
+      node = {0, node.threshold, {i, i}};
       depth = std::max(depth, d);
     }
   }
