@@ -402,6 +402,33 @@ TEST(DispatchModel, QuantityFeaturesCountTilesAndWaves) {
   EXPECT_EQ(x[9], -100.0f);
 }
 
+// conv1d_parts' and conv2d's model quantities, run by the rules' stack machine, are what they name: the
+// slice's and the whole convolution's lengths, and every image's pixels, on each family's test shapes.
+TEST(DispatchModel, SliceLengthsAndPixelsAreTheQuantitiesTheyName) {
+  auto values = [](const std::string& family, const Problem& p) {
+    const Family& f = find_family(family);
+    std::vector<std::string> names;
+    std::vector<int64_t> dims;
+    for (const auto& d : f.dims()) {
+      names.push_back(d.name);
+      dims.push_back(p.at(d.name));
+    }
+    std::map<std::string, double> out;
+    for (const auto& [name, program] : f.model_quantities()) {
+      const auto steps = compile_quantity(program, names, family);
+      out[name] = convtune_dispatch::quantity_value({name.c_str(), steps.data(), int(steps.size())}, dims.data());
+    }
+    return out;
+  };
+  for (const Problem& p : find_family("conv1d_parts").test_problems()) {
+    const auto q = values("conv1d_parts", p);
+    EXPECT_EQ(q.at("slice"), double(p.at("end") - p.at("start"))) << p.key();
+    EXPECT_EQ(q.at("full"), double(p.at("n") + p.at("m") - 1)) << p.key();
+  }
+  for (const Problem& p : find_family("conv2d").test_problems())
+    EXPECT_EQ(values("conv2d", p).at("pixels"), double(p.at("b") * p.at("h") * p.at("w"))) << p.key();
+}
+
 // The shipped fleet's models, compiled by the runtime's loader, predict what their JSON trees say, walked
 // here directly (a split goes "yes" when the feature is below the threshold; a leaf has feature -1): links
 // made absolute, leaves linked to themselves, the depth right. Needs no XGBoost: the fleet table carries

@@ -63,6 +63,11 @@ class Conv1dPartsFamily : public Family {
     return out;
   }
   std::vector<std::string> constraint_dims() const override { return {}; }
+  // The slice's length and the whole convolution's, which decide between parts of some length and one
+  // whole-sequence FFT, and which no single dim shows (the dispatch model's quantities).
+  std::vector<std::pair<std::string, std::string>> model_quantities() const override {
+    return {{"slice", "end start -"}, {"full", "n m + 1 -"}};
+  }
 
   std::vector<double> cpu_reference(const Problem& p, const std::vector<std::vector<float>>& in) const override {
     const Conv1dParts c(p);

@@ -59,6 +59,11 @@ class Conv2dFamily : public Family {
     return out;
   }
   std::vector<std::string> constraint_dims() const override { return {"r"}; }  // compile-time in kernels
+  // Every image's pixels together: what fills the GPU (a batch of small images as one large one), which no
+  // single dim shows (the dispatch model's quantity).
+  std::vector<std::pair<std::string, std::string>> model_quantities() const override {
+    return {{"pixels", "b h * w *"}};
+  }
 
   std::vector<double> cpu_reference(const Problem& p, const std::vector<std::vector<float>>& inputs) const override {
     const Conv2d c(p);
