@@ -313,6 +313,17 @@ struct Booster {
   }
 };
 
+// A float as the double of fewest decimal digits that converts back to it: stored as itself, a float prints
+// with 17 digits in JSON (3.0056135654449463 for 3.0056136), which made the fleet table's trees 40% longer.
+double shortest(float x) {
+  char buf[32];
+  for (int digits = 6; digits <= 9; ++digits) {  // 9 always suffice
+    std::snprintf(buf, sizeof buf, "%.*g", digits, double(x));
+    if (float(std::strtod(buf, nullptr)) == x) break;
+  }
+  return std::strtod(buf, nullptr);
+}
+
 // The trees of a saved XGBoost model as the table stores them: per tree the arrays feature (-1: leaf),
 // threshold, yes, no, value.
 json trees_of(const json& saved) {
@@ -325,10 +336,10 @@ json trees_of(const json& saved) {
       const bool leaf = left[i].get<int>() < 0;
       const float cond = t.at("split_conditions")[i].get<float>();
       tree["feature"].push_back(leaf ? -1 : t.at("split_indices")[i].get<int>());
-      tree["threshold"].push_back(leaf ? 0.0f : cond);
+      tree["threshold"].push_back(leaf ? 0.0 : shortest(cond));
       tree["yes"].push_back(leaf ? -1 : left[i].get<int>());
       tree["no"].push_back(leaf ? -1 : t.at("right_children")[i].get<int>());
-      tree["value"].push_back(leaf ? cond : 0.0f);
+      tree["value"].push_back(leaf ? shortest(cond) : 0.0);
     }
     out.push_back(std::move(tree));
   }
@@ -381,7 +392,7 @@ json fit_ensemble(const Rows& rows, size_t columns, const ModelOptions& o, doubl
   for (float v : rows.slow) slow += v;
   const float p = std::clamp(float(slow / double(rows.slow.size())), 0.02f, 0.98f);  // logistic: a probability
   for (json& t : fit_trees(rows.x, rows.slow, rows.w, columns, p, o, "binary:logistic")) {
-    for (auto& v : t["value"]) v = float(v.get<double>() * o.mix);
+    for (auto& v : t["value"]) v = shortest(float(double(v.get<float>()) * o.mix));  // the leaf exactly as XGBoost gave it
     trees.push_back(std::move(t));
   }
   base += o.mix * std::log(p / (1 - p));  // the classifier's trees add to the logit of its base
