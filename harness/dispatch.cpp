@@ -306,9 +306,12 @@ json simplest_candidate(const std::string& family) {
   return {{"variant", simplest->name()}, {"config", nullptr}, {"rule", "simplest"}};
 }
 
-Lookup lookup(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* dev) {
+namespace {
+
+// lookup() with the caller's RunCheck, so that what it learnt (each variant's space on the shape) serves the
+// caller's next questions.
+Lookup lookup_checked(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* dev, RunCheck& check) {
   const std::vector<int64_t> dims = dims_of(p);
-  RunCheck check{t.table, &p, dev};
   const rules::Choice c = rules::select(t.view, p.family.c_str(), dims.data(), int(dims.size()),
                                         dev ? runs_here : nullptr, &check);
   if (!c.entry) {
@@ -328,16 +331,23 @@ Lookup lookup(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* 
   return out;
 }
 
+}  // namespace
+
+Lookup lookup(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* dev) {
+  RunCheck check{t.table, &p, dev};
+  return lookup_checked(t, p, dev, check);
+}
+
 Lookup lookup(const json& dispatch, const Problem& p, const DeviceInfo* dev) {
   const DispatchTable table(dispatch);
   return lookup(table.pick(dev ? dev->name : "", dev ? std::to_string(dev->cc_major) + "." + std::to_string(dev->cc_minor) : "", p.family), p, dev);
 }
 
 std::vector<json> tuning_shortlist(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* dev, size_t model_top) {
-  const Lookup pick = lookup(t, p, dev);
+  RunCheck check{t.table, &p, dev};
+  const Lookup pick = lookup_checked(t, p, dev, check);
   std::vector<json> out;
   std::set<std::string> seen;
-  RunCheck check{t.table, &p, dev};
   auto add = [&](const json& c) {
     const json config = c.value("config", json::object());
     const std::string name = c.value("candidate", candidate_name(c.at("variant").get<std::string>(), config));
