@@ -72,9 +72,10 @@ inline double quantity_value(const Quantity& q, const int64_t* dims) {
 
 // A performance model of one family: gradient-boosted regression trees over features() that predict
 // log2(median time / the problem's floor), so that candidates of one shape compare by prediction alone.
-// As compiled (the table's JSON keeps XGBoost's feature -1 at leaves): a leaf links to itself on both sides,
-// so that every walk takes Model::depth steps without asking whether it has arrived, and its threshold is
-// its value (16 bytes a node: walks 1.25x faster than with a separate value).
+// As compiled (the table's JSON keeps XGBoost's feature -1 at leaves): a leaf a walk can reach links to
+// itself on both sides, so that every walk takes Model::depth steps without asking whether it has arrived,
+// and its threshold is its value (16 bytes a node; a layer model's walks 27 -> 22 us against a separate value
+// field, docs/DISPATCH.md). Nodes no walk reaches keep feature -1.
 struct Node {
   int feature;
   float threshold;  // a split's; a leaf's contribution
@@ -271,7 +272,7 @@ inline float predict(const Model& m, const float* x) {
 }
 
 // predict() of n <= kWalkTogether feature rows at once: each tree walked by all rows a level at a time, so
-// that the rows' independent loads overlap (16 rows: 1.3x faster than 8 on a layer lookup, 2026-11-29).
+// that the rows' independent loads overlap (16 keep more loads in flight than 8; 32 were slower).
 constexpr int kWalkTogether = 16;
 inline void predict_rows(const Model& m, const float (*x)[kMaxFeatures], int n, float* y) {
   int at[kWalkTogether];
