@@ -394,12 +394,7 @@ std::vector<json> tuning_shortlist(const json& dispatch, const Problem& p, const
 namespace {
 
 std::string c_float(float x) {
-  char buf[32];
-  for (int digits = 6; digits <= 9; ++digits) {  // the fewest that read back as x (9 always do)
-    std::snprintf(buf, sizeof buf, "%.*g", digits, double(x));
-    if (std::strtof(buf, nullptr) == x || std::isnan(x)) break;
-  }
-  std::string s = buf;
+  std::string s = shortest_float_text(x);
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s + "f";
 }

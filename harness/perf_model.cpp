@@ -64,6 +64,15 @@ ModelOptions ModelOptions::from_env() {
   return o;
 }
 
+std::string shortest_float_text(float x) {
+  char buf[32];
+  for (int digits = 6; digits <= 9; ++digits) {  // 9 always suffice
+    std::snprintf(buf, sizeof buf, "%.*g", digits, double(x));
+    if (std::isnan(x) || (std::strtof(buf, nullptr) == x && float(std::strtod(buf, nullptr)) == x)) break;
+  }
+  return buf;
+}
+
 std::vector<std::string> cover_order(const std::vector<std::string>& kept, const std::vector<std::string>& by_count,
                                      const std::map<std::string, std::set<std::string>>& near_problems, size_t slots,
                                      size_t reserved) {
@@ -313,16 +322,9 @@ struct Booster {
   }
 };
 
-// A float as the double of fewest decimal digits that converts back to it: stored as itself, a float prints
-// with 17 digits in JSON (3.0056135654449463 for 3.0056136), which made the fleet table's trees 40% longer.
-double shortest(float x) {
-  char buf[32];
-  for (int digits = 6; digits <= 9; ++digits) {  // 9 always suffice
-    std::snprintf(buf, sizeof buf, "%.*g", digits, double(x));
-    if (float(std::strtod(buf, nullptr)) == x) break;
-  }
-  return std::strtod(buf, nullptr);
-}
+// A float as the JSON number of fewest digits that reads back as it (as itself, 3.0056136 would print as
+// 3.0056135654449463: the fleet table's trees were 40% longer).
+double shortest(float x) { return std::strtod(shortest_float_text(x).c_str(), nullptr); }
 
 // The trees of a saved XGBoost model as the table stores them: per tree the arrays feature (-1: leaf),
 // threshold, yes, no, value.

@@ -56,6 +56,10 @@ std::vector<std::string> cover_order(const std::vector<std::string>& kept, const
                                      const std::map<std::string, std::set<std::string>>& near_problems, size_t slots,
                                      size_t reserved);
 
+// x in the fewest decimal digits (6 to 9) that read back as x both as a float literal (the exported header)
+// and through a double (dispatch.json, read by nlohmann): a float written as a double prints 17 digits.
+std::string shortest_float_text(float x);
+
 // Whether this convtune was built with XGBoost (libxgboost-dev): without it, export writes no model and
 // tables fall back to the nearest rule.
 bool model_fitting_available();

@@ -402,6 +402,21 @@ TEST(DispatchModel, QuantityFeaturesCountTilesAndWaves) {
   EXPECT_EQ(x[9], -100.0f);
 }
 
+// The model's floats, in dispatch.json and in the header, in the fewest digits that read back exactly: as a
+// float literal and through a double (as nlohmann reads dispatch.json), on random floats of every magnitude.
+TEST(DispatchModel, FloatsAreWrittenInTheFewestDigitsThatReadBack) {
+  EXPECT_EQ(shortest_float_text(3.0056135654449463f), "3.0056136");
+  EXPECT_EQ(shortest_float_text(0.5f), "0.5");
+  EXPECT_EQ(shortest_float_text(-7.346591f), "-7.346591");  // 17 digits as a double: -7.346590995788574
+  std::mt19937 rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    const float x = std::ldexp(std::uniform_real_distribution<float>(-1, 1)(rng), int(rng() % 60) - 30);
+    const std::string s = shortest_float_text(x);
+    ASSERT_EQ(std::strtof(s.c_str(), nullptr), x) << s;
+    ASSERT_EQ(float(std::strtod(s.c_str(), nullptr)), x) << s;
+  }
+}
+
 // conv1d_parts' and conv2d's model quantities, run by the rules' stack machine, are what they name: the
 // slice's and the whole convolution's lengths, and every image's pixels, on each family's test shapes.
 TEST(DispatchModel, SliceLengthsAndPixelsAreTheQuantitiesTheyName) {
