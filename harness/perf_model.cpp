@@ -52,13 +52,14 @@ ModelOptions ModelOptions::from_env() {
       else if (key == "mix") o.mix = std::stod(value);
       else if (key == "cover") o.cover = size_t(std::stoi(value));
       else if (key == "gamma") o.gamma = std::stod(value);
+      else if (key == "others") o.others = std::stoi(value) != 0;
       else throw std::invalid_argument(key);
       if (key == "within" && !(o.within > 1)) throw std::invalid_argument(key);
       if (key == "cover" && std::stoi(value) < 0) throw std::invalid_argument(key);
       if (key == "gamma" && !(o.gamma >= 0 && std::isfinite(o.gamma))) throw std::invalid_argument(key);
     } catch (const std::exception&) {
       throw InputError("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: rounds=N, depth=N, eta=X, clip=X, max_candidates=N, "
-                       "near_weight=X, relative=0|1, within=X, mix=X, cover=N, gamma=X");
+                       "near_weight=X, relative=0|1, within=X, mix=X, cover=N, gamma=X, others=0|1");
     }
   }
   return o;
@@ -428,8 +429,15 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
     auto it = best.find(key.first);
     if (it == best.end() || t < it->second) best[key.first] = t;
   }
+  const std::vector<json> candidates = model_candidates(table, family, data, o.max_candidates, o.cover);
+  std::set<std::string> candidate_names;
+  for (const json& c : candidates) candidate_names.insert(c.at("candidate").get<std::string>());
   size_t i = 0;
   for (const auto& [key, r] : data.latest) {  // sorted by (problem, candidate): any record order, same rows
+    if (!o.others && !candidate_names.count(key.second)) {
+      ++i;
+      continue;
+    }
     std::vector<std::string> text;
     text.reserve(2 * rules::kMaxParams + 1);
     const rules::Entry e = record_entry(*r, text);
@@ -458,10 +466,11 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
           {"feature_count", columns},
           {"base", base},
           {"trees", std::move(trees)},
-          {"candidates", model_candidates(table, family, data, o.max_candidates, o.cover)},
+          {"candidates", candidates},
           {"fit", {{"rows", rows.y.size()}, {"problems", data.problems.size()}, {"rounds", o.rounds}, {"depth", o.depth},
                    {"eta", o.eta}, {"clip", o.clip}, {"near_weight", o.near_weight}, {"relative", o.relative},
                    {"within", o.within}, {"mix", o.mix}, {"cover", o.cover}, {"gamma", o.gamma}}}};
+  if (!o.others) model["fit"]["others"] = false;  // fits made before the option read the same
   if (!layout.quantities.empty()) {  // models without them read as before
     json quantities = json::array();
     for (const auto& [name, program] : layout.quantities) quantities.push_back({{"name", name}, {"program", program}});

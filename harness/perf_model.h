@@ -42,6 +42,8 @@ struct ModelOptions {
   // cross-validation over 108 H200 layer shapes a pass: docs/DISPATCH.md). mix = 0: the regression alone.
   double within = 1.05;
   double mix = 0.1;
+  // Train on every measured config (true), or only on the rows of the model's candidates, what it chooses among.
+  bool others = true;
   // The defaults, with any of the above set by CONVTUNE_MODEL_OPTIONS
   // ("rounds=200,eta=0.1"), for experiments; the fitted model records the values it used.
   static ModelOptions from_env();
