@@ -272,20 +272,28 @@ inline float predict(const Model& m, const float* x) {
 }
 
 // predict() of n <= kWalkTogether feature rows at once: each tree walked by all rows a level at a time, so
-// that the rows' independent loads overlap (16 keep more loads in flight than 8; 32 were slower).
+// that the rows' independent loads overlap (16 keep more loads in flight than 8; 32 were slower). Always 16
+// walks (rows past n repeat row 0), the level's loop unrolled: the walks' positions stay in registers, 15%
+// faster than a loop of n (g++ -O2, 36-39 -> 32-35 us a layer shape's select()).
 constexpr int kWalkTogether = 16;
 inline void predict_rows(const Model& m, const float (*x)[kMaxFeatures], int n, float* y) {
-  int at[kWalkTogether];
-  for (int c = 0; c < n; ++c) y[c] = m.base;
+  const float* row[kWalkTogether];
+  float sum[kWalkTogether];
+  for (int c = 0; c < kWalkTogether; ++c) row[c] = x[c < n ? c : 0], sum[c] = m.base;
   for (int t = 0; t < m.tree_count; ++t) {
-    for (int c = 0; c < n; ++c) at[c] = m.roots[t];
-    for (int d = 0; d < m.depth; ++d)
-      for (int c = 0; c < n; ++c) {
-        const Node& node = m.nodes[at[c]];
-        at[c] = child(node, x[c]);
-      }
-    for (int c = 0; c < n; ++c) y[c] += m.nodes[at[c]].threshold;
+    int at[kWalkTogether];
+    for (int c = 0; c < kWalkTogether; ++c) at[c] = m.roots[t];
+    for (int d = 0; d < m.depth; ++d) {
+#if defined(__clang__)
+#pragma unroll
+#elif defined(__GNUC__)
+#pragma GCC unroll 16
+#endif
+      for (int c = 0; c < kWalkTogether; ++c) at[c] = child(m.nodes[at[c]], row[c]);
+    }
+    for (int c = 0; c < kWalkTogether; ++c) sum[c] += m.nodes[at[c]].threshold;
   }
+  for (int c = 0; c < n; ++c) y[c] = sum[c];
 }
 
 // Picks, k times, the lowest key not taken yet whose item can run (ties: the lower index), so that the
