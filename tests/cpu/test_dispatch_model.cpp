@@ -187,6 +187,35 @@ TEST(DispatchModel, ReservedSlotsChangeWhichCandidatesAFitKeeps) {
   EXPECT_NE(kept(0), kept(4));
 }
 
+// others = false: the model trains on its candidates' rows only, one a (problem, candidate) that has an ok
+// full-fidelity record; the default trains on every such row.
+TEST(DispatchModel, OthersFalseTrainsOnTheCandidatesRowsOnly) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const Shipped& s = shipped();
+  const std::vector<json> conv2d = shipped_records_of("conv2d");
+  ModelOptions o;
+  o.rounds = 1;
+  o.depth = 1;
+  auto rows_of = [&](const json& fit) { return fit["families"]["conv2d"]["fit"]["rows"].get<size_t>(); };
+  const json all = fit_models(s.table, conv2d, o);
+  o.others = false;
+  const json only = fit_models(s.table, conv2d, o);
+  std::set<std::string> names;
+  for (const json& c : only["families"]["conv2d"]["candidates"]) names.insert(c["candidate"].get<std::string>());
+  std::set<std::pair<std::string, std::string>> every, of_candidates;
+  for (const json& r : conv2d) {
+    if (r.value("status", "") != "ok" || !r.contains("time") || r.value("fidelity", "full") == "brief") continue;
+    const std::pair<std::string, std::string> row{r["problem_key"].get<std::string>(), r["candidate"].get<std::string>()};
+    every.insert(row);
+    if (names.count(row.second)) of_candidates.insert(row);
+  }
+  EXPECT_EQ(rows_of(all), every.size());
+  EXPECT_EQ(rows_of(only), of_candidates.size());
+  EXPECT_LT(of_candidates.size(), every.size());
+  EXPECT_EQ(only["families"]["conv2d"]["fit"]["others"], false);
+  EXPECT_FALSE(all["families"]["conv2d"]["fit"].contains("others"));  // fits before the option read the same
+}
+
 // A candidate that gave a wrong result on any training shape is never one the model may choose, however
 // fast it was elsewhere.
 TEST(DispatchModel, ACandidateThatFailedOnAnyShapeIsNoModelCandidate) {

@@ -267,9 +267,10 @@ struct ModelOptionsEnv {
 // perf_model.cpp:51, CONVTUNE_MODEL_OPTIONS read only up to its first option.
 TEST(MutantKills, ModelOptionsReadEveryItemOfTheList) {
   const ModelOptions o = [] {
-    const ModelOptionsEnv env("rounds=7,depth=3,eta=0.125,relative=0,cover=3,gamma=0.5");
+    const ModelOptionsEnv env("rounds=7,depth=3,eta=0.125,relative=0,cover=3,gamma=0.5,others=0");
     return ModelOptions::from_env();
   }();
+  EXPECT_FALSE(o.others);
   EXPECT_EQ(o.cover, 3u);
   EXPECT_DOUBLE_EQ(o.gamma, 0.5);
   EXPECT_EQ(o.rounds, 7);
