@@ -434,10 +434,8 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
   for (const json& c : candidates) candidate_names.insert(c.at("candidate").get<std::string>());
   size_t i = 0;
   for (const auto& [key, r] : data.latest) {  // sorted by (problem, candidate): any record order, same rows
-    if (!o.others && !candidate_names.count(key.second)) {
-      ++i;
-      continue;
-    }
+    const double t = targets[i++], b = best[key.first];
+    if (!o.others && !candidate_names.count(key.second)) continue;
     std::vector<std::string> text;
     text.reserve(2 * rules::kMaxParams + 1);
     const rules::Entry e = record_entry(*r, text);
@@ -448,7 +446,6 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
     rules::static_features(rl.model, e, record_traits(layout, *r).data(), statics.data());
     rules::features(rl.model, rl.family, log_dims, quantities, tiles, statics.data(), row.data());
     rows.x.insert(rows.x.end(), row.begin(), row.begin() + columns);
-    const double t = targets[i++], b = best[key.first];
     rows.y.push_back(float(std::min(t, b + o.clip) - (o.relative ? b : 0.0)));
     rows.slow.push_back(t > b + std::log2(o.within) ? 1.f : 0.f);
     rows.w.push_back(float(t <= b + std::log2(1.25) ? o.near_weight : 1.0));
