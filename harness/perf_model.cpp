@@ -53,13 +53,22 @@ ModelOptions ModelOptions::from_env() {
       else if (key == "cover") o.cover = size_t(std::stoi(value));
       else if (key == "gamma") o.gamma = std::stod(value);
       else if (key == "others") o.others = std::stoi(value) != 0;
+      else if (key == "colsample") o.colsample = std::stod(value);
+      else if (key == "subsample") o.subsample = std::stod(value);
+      else if (key == "min_child") o.min_child = std::stod(value);
+      else if (key == "lambda") o.lambda = std::stod(value);
       else throw std::invalid_argument(key);
       if (key == "within" && !(o.within > 1)) throw std::invalid_argument(key);
       if (key == "cover" && std::stoi(value) < 0) throw std::invalid_argument(key);
       if (key == "gamma" && !(o.gamma >= 0 && std::isfinite(o.gamma))) throw std::invalid_argument(key);
+      if ((key == "colsample" || key == "subsample") && !(std::stod(value) > 0 && std::stod(value) <= 1))
+        throw std::invalid_argument(key);
+      if ((key == "min_child" || key == "lambda") && !(std::stod(value) >= 0 && std::isfinite(std::stod(value))))
+        throw std::invalid_argument(key);
     } catch (const std::exception&) {
       throw InputError("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: rounds=N, depth=N, eta=X, clip=X, max_candidates=N, "
-                       "near_weight=X, relative=0|1, within=X, mix=X, cover=N, gamma=X, others=0|1");
+                       "near_weight=X, relative=0|1, within=X, mix=X, cover=N, gamma=X, others=0|1, colsample=X and "
+                       "subsample=X in (0, 1], min_child=X, lambda=X");
     }
   }
   return o;
@@ -368,7 +377,8 @@ json fit_trees(const std::vector<float>& x, const std::vector<float>& y, const s
       {"objective", objective}, {"tree_method", "exact"}, {"nthread", "1"}, {"seed", "0"},
       {"max_depth", std::to_string(o.depth)}, {"eta", exact(o.eta)},
       {"gamma", exact(o.gamma)}, {"base_score", std::to_string(base)},
-      {"verbosity", "0"}};
+      {"colsample_bytree", exact(o.colsample)}, {"subsample", exact(o.subsample)},
+      {"min_child_weight", exact(o.min_child)}, {"lambda", exact(o.lambda)}, {"verbosity", "0"}};
   for (const auto& [k, v] : params) xgb_check(XGBoosterSetParam(b.booster, k, v.c_str()), k);
   for (int i = 0; i < o.rounds; ++i) xgb_check(XGBoosterUpdateOneIter(b.booster, i, b.data), "training");
   bst_ulong len = 0;
@@ -468,6 +478,9 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
                    {"eta", o.eta}, {"clip", o.clip}, {"near_weight", o.near_weight}, {"relative", o.relative},
                    {"within", o.within}, {"mix", o.mix}, {"cover", o.cover}, {"gamma", o.gamma}}}};
   if (!o.others) model["fit"]["others"] = false;  // fits made before the option read the same
+  for (const auto& [name, value, plain] : {std::tuple{"colsample", o.colsample, 1.0}, {"subsample", o.subsample, 1.0},
+                                           {"min_child", o.min_child, 1.0}, {"lambda", o.lambda, 1.0}})
+    if (value != plain) model["fit"][name] = value;
   if (!layout.quantities.empty()) {  // models without them read as before
     json quantities = json::array();
     for (const auto& [name, program] : layout.quantities) quantities.push_back({{"name", name}, {"program", program}});

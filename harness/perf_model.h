@@ -24,6 +24,10 @@ struct ModelOptions {
   int depth = 8;         // levels of each tree (at most; the data stops some branches sooner)
   double eta = 0.25;     // learning rate
   double gamma = 0;      // XGBoost's min_split_loss: a split must lower the loss this much (fewer nodes)
+  // XGBoost's regularisers, for experiments (the defaults are XGBoost's and leave the fit block as before):
+  // the share of columns each tree draws (seeded), of rows each tree draws, the least hessian in a leaf, and
+  // the L2 weight of the leaves.
+  double colsample = 1, subsample = 1, min_child = 1, lambda = 1;
   double clip = 3.0;     // targets over log2(best) + clip are clipped: 8x slower than the best is slow enough
   size_t max_candidates = 32;  // what the model chooses among, per family (the lookup's cost grows with it)
   // The non-library candidates: by how many training problems each is within 1.10x of the best on (configs

@@ -1,7 +1,10 @@
 #include "convtune_runtime.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 
@@ -46,12 +49,40 @@ double median_run_ms(convtune::Plan& plan, cudaStream_t s) {
   return ms[ms.size() / 2];
 }
 
+// A table file read, its plug-ins loaded and its rules compiled once a process, not once a Convolution: a
+// fleet table is megabytes of JSON, and a network makes a Convolution for each of its dozens of layer
+// passes. Keyed by the absolute path, read again when the file's size or modification time changes.
+std::shared_ptr<const convtune::DispatchTable> loaded_table(const std::string& path) {
+  namespace fs = std::filesystem;
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<std::string, std::shared_ptr<const convtune::DispatchTable>>> tables;
+  std::error_code error;
+  const std::string key = fs::absolute(path, error).string();
+  const auto size = fs::file_size(path, error);
+  const auto modified = fs::last_write_time(path, error);
+  const std::string stamp = error ? std::string() : std::to_string(size) + ":" +
+                                                      std::to_string(modified.time_since_epoch().count());
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto known = tables.find(key);
+  if (!stamp.empty() && known != tables.end() && known->second.first == stamp) return known->second.second;
+  json dispatch = convtune::read_json(path);  // a missing or broken file: its error, as before
+  try {  // the plug-ins the table carries; one that cannot load here leaves its entries to the fallbacks
+    convtune::load_plugin_bundles(dispatch, path);
+  } catch (const convtune::InputError& e) {
+    std::cerr << "convtune_runtime: " << e.what() << "\n";
+  }
+  auto table = std::make_shared<const convtune::DispatchTable>(std::move(dispatch));
+  if (!stamp.empty()) tables[key] = {stamp, table};
+  return table;
+}
+
 }  // namespace
 
 struct Convolution::Impl {
   convtune::Problem problem;
   std::vector<Operand> operands;
   std::string candidate, rule, table;
+  std::shared_ptr<const convtune::DispatchTable> dispatch;  // what the choices were read from (kept alive)
   json choice;  // {"variant", "config"} of the candidate that runs
   std::unique_ptr<convtune::JitCache> jit;  // declared before plan: outlives it
   std::unique_ptr<convtune::Plan> plan;
@@ -143,12 +174,7 @@ void Convolution::Impl::init(const std::string& dispatch_json_path, const std::s
     m.problem = convtune::Problem::from_json(problem, "problem");
     for (const convtune::Operand& o : m.problem.operands()) m.operands.push_back({o.name, o.elements});
 
-    const json dispatch = convtune::read_json(dispatch_json_path);
-    try {  // the plug-ins the table carries; one that cannot load here leaves its entries to the fallbacks
-      convtune::load_plugin_bundles(dispatch, dispatch_json_path);
-    } catch (const convtune::InputError& e) {
-      std::cerr << "convtune_runtime: " << e.what() << "\n";
-    }
+    m.dispatch = loaded_table(dispatch_json_path);
     int ordinal = 0;
     const bool have_gpu = convtune::DeviceInfo::count() > 0 && cudaGetDevice(&ordinal) == cudaSuccess;
     if (!have_gpu) cudaGetLastError();
@@ -156,7 +182,7 @@ void Convolution::Impl::init(const std::string& dispatch_json_path, const std::s
     // A fleet table: the table of this GPU's model, else of its architecture, else the defaults. The
     // table's own refusals (no entry for the family...) come before the missing GPU, as for one table.
     // Only candidates that can run this shape on this GPU are chosen among.
-    const convtune::DispatchTable table(dispatch);
+    const convtune::DispatchTable& table = *m.dispatch;
     const std::string cc = have_gpu ? std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) : "";
     // The table's choice among what can run here; when nothing of the family can (a strict-fp32 layer and a
     // table measured with TF32 allowed, say), or the table has no entry of the family at all, the family's

@@ -267,10 +267,15 @@ struct ModelOptionsEnv {
 // perf_model.cpp:51, CONVTUNE_MODEL_OPTIONS read only up to its first option.
 TEST(MutantKills, ModelOptionsReadEveryItemOfTheList) {
   const ModelOptions o = [] {
-    const ModelOptionsEnv env("rounds=7,depth=3,eta=0.125,relative=0,cover=3,gamma=0.5,others=0");
+    const ModelOptionsEnv env("rounds=7,depth=3,eta=0.125,relative=0,cover=3,gamma=0.5,others=0,colsample=0.5,"
+                              "subsample=0.75,min_child=4,lambda=2");
     return ModelOptions::from_env();
   }();
   EXPECT_FALSE(o.others);
+  EXPECT_DOUBLE_EQ(o.colsample, 0.5);
+  EXPECT_DOUBLE_EQ(o.subsample, 0.75);
+  EXPECT_DOUBLE_EQ(o.min_child, 4);
+  EXPECT_DOUBLE_EQ(o.lambda, 2);
   EXPECT_EQ(o.cover, 3u);
   EXPECT_DOUBLE_EQ(o.gamma, 0.5);
   EXPECT_EQ(o.rounds, 7);
@@ -278,7 +283,8 @@ TEST(MutantKills, ModelOptionsReadEveryItemOfTheList) {
   EXPECT_DOUBLE_EQ(o.eta, 0.125);
   EXPECT_FALSE(o.relative);
   // An unknown or malformed item is an error naming it, never skipped (perf_model.cpp:51: a break in the catch).
-  for (const char* bad : {"rounds=7,bogus=1", "depth=x", "cover=-1", "gamma=-1", "gamma=inf"}) {
+  for (const char* bad : {"rounds=7,bogus=1", "depth=x", "cover=-1", "gamma=-1", "gamma=inf", "colsample=0",
+                          "subsample=1.5", "min_child=-1", "lambda=nan"}) {
     const ModelOptionsEnv env(bad);
     const std::string msg = test::input_error([] { ModelOptions::from_env(); });
     const std::string item = std::string(bad).substr(std::string(bad).rfind(',') + 1);

@@ -219,6 +219,27 @@ int main(int argc, char** argv) {
     check(parts.rule() == "simplest", "a family the table does not cover: its simplest kernel (" + parts.rule() + ")");
   }
 
+  // The runtime reads a table file once a process, but again once the file changes: a table rewritten as
+  // broken JSON is refused, not served from what was read before.
+  {
+    const auto copy = std::filesystem::temp_directory_path() / "export_app_reread.json";
+    std::filesystem::copy_file(dispatch, copy, std::filesystem::copy_options::overwrite_existing);
+    const std::map<std::string, int64_t> dims = {{"n", 100}, {"m", 100}, {"start", 0}, {"end", 199}};
+    try {
+      convtune_runtime::Convolution first(copy.string(), "conv1d_parts", dims);
+    } catch (const std::runtime_error&) {  // no GPU: refused after the table was read
+    }
+    std::ofstream(copy) << "{ \"entries\": [";
+    try {
+      convtune_runtime::Convolution second(copy.string(), "conv1d_parts", dims);
+      check(false, "a table rewritten as broken JSON is read again and refused");
+    } catch (const std::runtime_error& e) {
+      check(std::string(e.what()).find("not valid JSON") != std::string::npos,
+            std::string("a table rewritten as broken JSON is read again: ") + e.what());
+    }
+    std::filesystem::remove(copy);
+  }
+
   // The static library must bring every variant (linked whole): as many as the sources register (counted
   // by CMake), among them every variant the table may choose.
   const auto variants = convtune_runtime::available_variants();
