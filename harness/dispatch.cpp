@@ -343,6 +343,18 @@ Lookup lookup(const json& dispatch, const Problem& p, const DeviceInfo* dev) {
   return lookup(table.pick(dev ? dev->name : "", dev ? std::to_string(dev->cc_major) + "." + std::to_string(dev->cc_minor) : "", p.family), p, dev);
 }
 
+size_t shortlist_model_top() {
+  const char* env = std::getenv("CONVTUNE_TUNE_TOP");
+  if (!env || !*env) return kShortlistModel;
+  const std::string text = env;
+  if (text.size() <= 2 && text.find_first_not_of("0123456789") == std::string::npos) {
+    const size_t top = size_t(std::stoul(text));
+    if (top >= 1 && top <= kShortlistModelMax) return top;
+  }
+  throw InputError("CONVTUNE_TUNE_TOP: '" + text + "'; allowed: 1 to " + std::to_string(kShortlistModelMax) +
+                   " (the model's candidates first-use tuning times; unset: " + std::to_string(kShortlistModel) + ")");
+}
+
 std::vector<json> tuning_shortlist(const DispatchTable::Pick& t, const Problem& p, const DeviceInfo* dev, size_t model_top) {
   RunCheck check{t.table, &p, dev};
   const Lookup pick = lookup_checked(t, p, dev, check);

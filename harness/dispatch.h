@@ -95,11 +95,14 @@ Lookup lookup(const json& dispatch, const Problem& p, const DeviceInfo* dev = nu
 // the table has a model), the model's best of each other variant and every library algorithm, then the choice and the first kShortlistPerEntry - 1 alternates of each of the
 // kShortlistEntries nearest entries, without repeats and without what cannot run on `dev`.
 // Each element: {"variant", "config", "candidate"}.
-constexpr size_t kShortlistEntries = 3, kShortlistPerEntry = 4, kShortlistModel = 4;
+constexpr size_t kShortlistEntries = 3, kShortlistPerEntry = 4, kShortlistModel = 4, kShortlistModelMax = 32;
+// model_top by default: CONVTUNE_TUNE_TOP (1 to kShortlistModelMax) where set, else kShortlistModel. More costs
+// first-use tuning a candidate's preparation and runs each; InputError naming the variable for any other value.
+size_t shortlist_model_top();
 std::vector<json> tuning_shortlist(const DispatchTable::Pick& table, const Problem& p, const DeviceInfo* dev = nullptr,
-                                   size_t model_top = kShortlistModel);
+                                   size_t model_top = shortlist_model_top());
 std::vector<json> tuning_shortlist(const json& dispatch, const Problem& p, const DeviceInfo* dev = nullptr,
-                                   size_t model_top = kShortlistModel);
+                                   size_t model_top = shortlist_model_top());
 
 // What the runtime library prepares for a problem, in order, until one prepares: the lookup's choice; for
 // rule "model", the model's next kChainModel - 1 candidates that can run (a library may still refuse a shape

@@ -272,6 +272,42 @@ TEST(DispatchModel, ModelLookupNeverReturnsWhatCannotRun) {
   EXPECT_GT(model_rule, 100);
 }
 
+// CONVTUNE_TUNE_TOP sets how many of the model's candidates first-use tuning times: more of them with 8 than
+// with the default 4 (every shortlist with 4 is within the one with 8), and any other value is refused by name.
+TEST(DispatchModel, TuneTopSetsHowManyModelCandidatesAreTimed) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const OnDevice on;
+  struct Top {
+    explicit Top(const char* v) { v ? setenv("CONVTUNE_TUNE_TOP", v, 1) : unsetenv("CONVTUNE_TUNE_TOP"); }
+    ~Top() { unsetenv("CONVTUNE_TUNE_TOP"); }
+  };
+  auto names = [&](const Problem& p) {
+    std::set<std::string> out;
+    for (const json& c : tuning_shortlist(on.pick, p, &on.dev)) out.insert(c["candidate"].get<std::string>());
+    return out;
+  };
+  int longer = 0;
+  for (const Problem& p : random_shapes(shipped().table, 12, 11)) {
+    std::set<std::string> four, eight;
+    {
+      const Top top(nullptr);
+      four = names(p);
+    }
+    {
+      const Top top("8");
+      eight = names(p);
+    }
+    EXPECT_TRUE(std::includes(eight.begin(), eight.end(), four.begin(), four.end())) << p.key();
+    longer += eight.size() > four.size();
+  }
+  EXPECT_GT(longer, 0);
+  for (const char* bad : {"0", "33", "x", "-1", "4.5"}) {
+    const Top top(bad);
+    const std::string msg = test::input_error([] { shortlist_model_top(); });
+    EXPECT_EQ(msg.rfind(std::string("CONVTUNE_TUNE_TOP: '") + bad + "'; allowed: 1 to 32", 0), 0u) << msg;
+  }
+}
+
 // A parameter a shape's space lacks: layer_fwd.implicit_gemm has `epilogue` only on layers with a bias or an
 // activation. The fleet table's model once offered such a config to the ResNet-18 check's plain strided 1x1
 // layer, and the runtime, which completes the config before it runs it, refused it ("epilogue: unknown
