@@ -175,6 +175,7 @@ void Convolution::Impl::init(const std::string& dispatch_json_path, const std::s
     for (const convtune::Operand& o : m.problem.operands()) m.operands.push_back({o.name, o.elements});
 
     m.dispatch = loaded_table(dispatch_json_path);
+    convtune::shortlist_model_top();  // a bad CONVTUNE_TUNE_TOP is refused here, not taken for a table's refusal below
     int ordinal = 0;
     const bool have_gpu = convtune::DeviceInfo::count() > 0 && cudaGetDevice(&ordinal) == cudaSuccess;
     if (!have_gpu) cudaGetLastError();

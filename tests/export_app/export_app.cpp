@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -239,6 +240,11 @@ int main(int argc, char** argv) {
     }
     std::filesystem::remove(copy);
   }
+
+  // A bad CONVTUNE_TUNE_TOP is an error naming it, with or without a GPU (never a silent fallback).
+  setenv("CONVTUNE_TUNE_TOP", "0", 1);
+  check_refused(dispatch, "conv1d", {{"n", n1}, {"m", m1}}, "CONVTUNE_TUNE_TOP: '0'");
+  unsetenv("CONVTUNE_TUNE_TOP");
 
   // The static library must bring every variant (linked whole): as many as the sources register (counted
   // by CMake), among them every variant the table may choose.
