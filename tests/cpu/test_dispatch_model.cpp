@@ -635,6 +635,9 @@ TEST(DispatchModel, CrossValidationOnAShippedRun) {
   EXPECT_LT(m["worst_ratio"].get<double>(), 2.0);
   EXPECT_TRUE(contains(format_cross_validation(cv), "conv2d"));
   EXPECT_TRUE(contains(input_error([&] { cross_validate(s.summary, conv2d_only, 1); }), "--folds"));
+  setenv("CONVTUNE_TUNE_TOP", "x", 1);  // refused, not taken for shapes that cannot be judged
+  EXPECT_TRUE(contains(input_error([&] { cross_validate(s.summary, conv2d_only, 4); }), "CONVTUNE_TUNE_TOP: 'x'"));
+  unsetenv("CONVTUNE_TUNE_TOP");
   // The best of the model's candidates bounds its choice: no slower where the choice is one of them, never
   // faster than the measured best.
   int bounded = 0;
