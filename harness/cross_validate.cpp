@@ -66,7 +66,6 @@ double best_of_candidates(const json& table, const std::string& family, const st
 
 json cross_validate(const json& summary, const std::vector<json>& records, int folds) {
   if (folds < 2) throw InputError("--folds " + std::to_string(folds) + ": allowed: 2 or more");
-  shortlist_model_top();  // a bad CONVTUNE_TUNE_TOP is refused here, not counted below as a shape not judged
   const auto times = times_by_problem(records);
   const auto fold_of = assign_folds(records, folds);
   const json device = summary.value("device", json::object());
@@ -120,7 +119,7 @@ json cross_validate(const json& summary, const std::vector<json>& records, int f
         } else {
           ++tuned[p.family].unmeasured;
         }
-      } catch (const InputError& e) {
+      } catch (const NoCandidate& e) {
         row["error"] = e.what();  // nothing of the family in the other folds can run it
       }
       rows.push_back(std::move(row));

@@ -317,7 +317,7 @@ Lookup lookup_checked(const DispatchTable::Pick& t, const Problem& p, const Devi
   if (!c.entry) {
     std::string covered;
     for (const auto& f : t.table->families) covered += (covered.empty() ? "" : ", ") + std::string(f.name);
-    throw InputError("the dispatch table has no candidate for " + p.key() +
+    throw NoCandidate("the dispatch table has no candidate for " + p.key() +
                      (dev ? " that can run on " + dev->name : std::string()) + " (it covers: " +
                      (covered.empty() ? "nothing" : covered) + ")");
   }

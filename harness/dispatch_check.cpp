@@ -85,7 +85,6 @@ json check_dispatch(const json& dispatch, const json& device, const std::vector<
   const std::string name = device.value("name", ""), cc = device.value("compute_capability", "");
   const DispatchTable table(dispatch);
   const std::optional<DeviceInfo> dev = run_device(device);
-  shortlist_model_top();  // a bad CONVTUNE_TUNE_TOP is refused here, not taken below for a family not covered
   json rows = json::array(), table_name = nullptr, table_device = nullptr;
   RatioStats all, tuned;
   std::map<std::string, RatioStats> by_family, tuned_by_family;
@@ -98,7 +97,7 @@ json check_dispatch(const json& dispatch, const json& device, const std::vector<
     try {
       lookup_s += lookup_seconds(pick, p, dev ? &*dev : nullptr);
       on_device = lookup_on_device(table, name, cc, p, dev ? &*dev : nullptr);
-    } catch (const InputError&) {
+    } catch (const NoCandidate&) {
       continue;  // a family the table does not cover
     }
     table_name = on_device.table_rule + " (" + on_device.table_device + ")";

@@ -21,6 +21,13 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A dispatch table has no candidate for a problem (no entry of its family, or none that can run on the
+// device): the one input error that the runtime and the checks answer with a fallback or a skipped shape.
+class NoCandidate : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 // A kernel source did not compile; `log` holds NVRTC's output.
 class CompileError : public std::runtime_error {
  public:

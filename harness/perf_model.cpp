@@ -61,10 +61,10 @@ ModelOptions ModelOptions::from_env() {
       if (key == "within" && !(o.within > 1)) throw std::invalid_argument(key);
       if (key == "cover" && std::stoi(value) < 0) throw std::invalid_argument(key);
       if (key == "gamma" && !(o.gamma >= 0 && std::isfinite(o.gamma))) throw std::invalid_argument(key);
-      if ((key == "colsample" || key == "subsample") && !(std::stod(value) > 0 && std::stod(value) <= 1))
-        throw std::invalid_argument(key);
-      if ((key == "min_child" || key == "lambda") && !(std::stod(value) >= 0 && std::isfinite(std::stod(value))))
-        throw std::invalid_argument(key);
+      for (const double share : {o.colsample, o.subsample})
+        if (!(share > 0 && share <= 1)) throw std::invalid_argument(key);
+      for (const double least : {o.min_child, o.lambda})
+        if (!(least >= 0 && std::isfinite(least))) throw std::invalid_argument(key);
     } catch (const std::exception&) {
       throw InputError("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: rounds=N, depth=N, eta=X, clip=X, max_candidates=N, "
                        "near_weight=X, relative=0|1, within=X, mix=X, cover=N, gamma=X, others=0|1, colsample=X and "

@@ -56,12 +56,13 @@ std::shared_ptr<const convtune::DispatchTable> loaded_table(const std::string& p
   namespace fs = std::filesystem;
   static std::mutex mutex;
   static std::map<std::string, std::pair<std::string, std::shared_ptr<const convtune::DispatchTable>>> tables;
-  std::error_code error;
-  const std::string key = fs::absolute(path, error).string();
-  const auto size = fs::file_size(path, error);
-  const auto modified = fs::last_write_time(path, error);
-  const std::string stamp = error ? std::string() : std::to_string(size) + ":" +
-                                                      std::to_string(modified.time_since_epoch().count());
+  std::error_code absolute_error, size_error, time_error;  // any: no stamp, read every time (and not kept)
+  const std::string key = fs::absolute(path, absolute_error).string();
+  const auto size = fs::file_size(path, size_error);
+  const auto modified = fs::last_write_time(path, time_error);
+  const std::string stamp = absolute_error || size_error || time_error
+                                ? std::string()
+                                : std::to_string(size) + ":" + std::to_string(modified.time_since_epoch().count());
   std::lock_guard<std::mutex> lock(mutex);
   const auto known = tables.find(key);
   if (!stamp.empty() && known != tables.end() && known->second.first == stamp) return known->second.second;
@@ -175,7 +176,6 @@ void Convolution::Impl::init(const std::string& dispatch_json_path, const std::s
     for (const convtune::Operand& o : m.problem.operands()) m.operands.push_back({o.name, o.elements});
 
     m.dispatch = loaded_table(dispatch_json_path);
-    convtune::shortlist_model_top();  // a bad CONVTUNE_TUNE_TOP is refused here, not taken for a table's refusal below
     int ordinal = 0;
     const bool have_gpu = convtune::DeviceInfo::count() > 0 && cudaGetDevice(&ordinal) == cudaSuccess;
     if (!have_gpu) cudaGetLastError();
@@ -193,7 +193,7 @@ void Convolution::Impl::init(const std::string& dispatch_json_path, const std::s
     std::vector<json> tries;
     try {
       on_device = convtune::lookup_on_device(table, dev.name, cc, m.problem, have_gpu ? &dev : nullptr);
-    } catch (const convtune::InputError&) {
+    } catch (const convtune::NoCandidate&) {
       if (!have_gpu) throw;
       on_device.table_rule = picked.rule;
       on_device.table_device = picked.table->view.device;

@@ -277,9 +277,8 @@ TEST(DispatchModel, ModelLookupNeverReturnsWhatCannotRun) {
 TEST(DispatchModel, TuneTopSetsHowManyModelCandidatesAreTimed) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   const OnDevice on;
-  struct Top {
-    explicit Top(const char* v) { v ? setenv("CONVTUNE_TUNE_TOP", v, 1) : unsetenv("CONVTUNE_TUNE_TOP"); }
-    ~Top() { unsetenv("CONVTUNE_TUNE_TOP"); }
+  struct Top : test::ScopedEnv {
+    explicit Top(const char* value) : ScopedEnv("CONVTUNE_TUNE_TOP", value) {}
   };
   auto names = [&](const Problem& p) {
     std::set<std::string> out;
@@ -635,9 +634,10 @@ TEST(DispatchModel, CrossValidationOnAShippedRun) {
   EXPECT_LT(m["worst_ratio"].get<double>(), 2.0);
   EXPECT_TRUE(contains(format_cross_validation(cv), "conv2d"));
   EXPECT_TRUE(contains(input_error([&] { cross_validate(s.summary, conv2d_only, 1); }), "--folds"));
-  setenv("CONVTUNE_TUNE_TOP", "x", 1);  // refused, not taken for shapes that cannot be judged
-  EXPECT_TRUE(contains(input_error([&] { cross_validate(s.summary, conv2d_only, 4); }), "CONVTUNE_TUNE_TOP: 'x'"));
-  unsetenv("CONVTUNE_TUNE_TOP");
+  {
+    const test::ScopedEnv top("CONVTUNE_TUNE_TOP", "x");  // refused, not taken for shapes that cannot be judged
+    EXPECT_TRUE(contains(input_error([&] { cross_validate(s.summary, conv2d_only, 4); }), "CONVTUNE_TUNE_TOP: 'x'"));
+  }
   // The best of the model's candidates bounds its choice: no slower where the choice is one of them, never
   // faster than the measured best.
   int bounded = 0;

@@ -248,20 +248,9 @@ TEST(MutantKills, UpdatingTheSummaryOfAMissingFolderSaysItCannotOpenIt) {
   fs::remove_all(root);
 }
 
-// CONVTUNE_MODEL_OPTIONS set for one scope, and put back as it was (set or not) at its end.
-struct ModelOptionsEnv {
-  std::string saved;
-  bool was_set;
-  explicit ModelOptionsEnv(const char* value) {
-    const char* old = std::getenv("CONVTUNE_MODEL_OPTIONS");
-    was_set = old != nullptr;
-    if (was_set) saved = old;
-    setenv("CONVTUNE_MODEL_OPTIONS", value, 1);
-  }
-  ~ModelOptionsEnv() {
-    if (was_set) setenv("CONVTUNE_MODEL_OPTIONS", saved.c_str(), 1);
-    else unsetenv("CONVTUNE_MODEL_OPTIONS");
-  }
+// CONVTUNE_MODEL_OPTIONS set for one scope.
+struct ModelOptionsEnv : test::ScopedEnv {
+  explicit ModelOptionsEnv(const char* value) : ScopedEnv("CONVTUNE_MODEL_OPTIONS", value) {}
 };
 
 // perf_model.cpp:51, CONVTUNE_MODEL_OPTIONS read only up to its first option.

@@ -103,6 +103,21 @@ inline Problem conv2d(int64_t h, int64_t w, int64_t r) { return Problem{"conv2d"
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// An environment variable set (value) or unset (nullptr) for one scope, and put back as it was at its end.
+struct ScopedEnv {
+  std::string name, saved;
+  bool was_set;
+  ScopedEnv(const char* variable, const char* value) : name(variable) {
+    const char* old = std::getenv(variable);
+    was_set = old != nullptr;
+    if (was_set) saved = old;
+    value ? setenv(variable, value, 1) : unsetenv(variable);
+  }
+  ~ScopedEnv() { was_set ? setenv(name.c_str(), saved.c_str(), 1) : unsetenv(name.c_str()); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
+
 // The InputError's message of `f`, or "" (and a failure) when it throws nothing or something else.
 template <class F>
 std::string input_error(F f) {
