@@ -95,7 +95,7 @@ Lookup lookup(const json& dispatch, const Problem& p, const DeviceInfo* dev = nu
 // the table has a model), the model's best of each other variant and every library algorithm, then the choice and the first kShortlistPerEntry - 1 alternates of each of the
 // kShortlistEntries nearest entries, without repeats and without what cannot run on `dev`.
 // Each element: {"variant", "config", "candidate"}.
-constexpr size_t kShortlistEntries = 3, kShortlistPerEntry = 4, kShortlistModel = 4, kShortlistModelMax = 32;
+constexpr size_t kShortlistEntries = 3, kShortlistPerEntry = 4, kShortlistModel = 8, kShortlistModelMax = 32;
 // model_top by default: CONVTUNE_TUNE_TOP (1 to kShortlistModelMax) where set, else kShortlistModel. More costs
 // first-use tuning a candidate's preparation and runs each; InputError naming the variable for any other value.
 size_t shortlist_model_top();
