@@ -345,8 +345,19 @@ int cmd_check_dispatch(const std::string& table, const std::string& run, bool as
   if (!records_file_exists(fs::path(run) / "records.jsonl"))
     throw InputError("check-dispatch: " + run + " is not a run folder (no records.jsonl or records.jsonl.gz)");
   const json summary = read_run_summary(run);
-  const json check = check_dispatch(read_json(table_path), summary.value("device", json::object()),
-                                    read_records(fs::path(run) / "records.jsonl").records);
+  const std::vector<json> records = read_records(fs::path(run) / "records.jsonl").records;  // fields checked
+  json check;
+  try {
+    check = check_dispatch(read_json(table_path), summary.value("device", json::object()), records);
+  } catch (const json::exception& e) {  // a field of the wrong kind: the table was not written by export
+    const std::string what = e.what();  // "[json.exception.type_error.302] type must be ...": the reason alone
+    throw InputError("check-dispatch: " + table_path.string() + ": not a table as convtune export writes it (" +
+                     what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2) + ")");
+  } catch (const InputError& e) {  // the table's own errors ("dispatch table: ...") name no file
+    const std::string what = e.what(), own = "dispatch table";
+    if (what.rfind(own, 0) != 0) throw;
+    throw InputError("check-dispatch: " + own + " " + table_path.string() + what.substr(own.size()));
+  }
   if (as_json) std::cout << check.dump(2) << "\n";
   else std::cout << format_dispatch_check(check);
   return 0;
@@ -809,7 +820,17 @@ int main(int argc, char** argv) {
   replay->add_option("--strategies", strategies, "comma-separated (default: all)");
   replay->add_option("--trials", trials, "seeds per problem")->check(CLI::Range(1, 10000));
   replay->add_option("--budget", budget, "evaluations allowed, as a fraction of each problem's candidates (0: defaults)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            size_t used = 0;
+            double v = -1;
+            try {
+              v = std::stod(text, &used);
+            } catch (const std::exception&) {
+            }
+            return used == text.size() && v >= 0 && v <= 1 ? "" : "allowed: a fraction in [0, 1]";  // NaN is not
+          },
+          "FRACTION in [0, 1]"));
   replay->add_flag("--json", as_json, "print JSON");
 
   std::vector<std::string> pack_folders;

@@ -732,6 +732,7 @@ RunExport build_run_export(const std::filesystem::path& run_folder, const std::v
 
 void export_run(const std::filesystem::path& run_folder, const std::vector<std::filesystem::path>& repeats,
                 const std::vector<std::filesystem::path>& train) {
+  ModelOptions::from_env();  // a bad CONVTUNE_MODEL_OPTIONS is refused by name before a run is read
   const RunExport out = build_run_export(run_folder, repeats, train);
   write_text_atomically(run_folder / "dispatch.json", out.dispatch);
   write_text_atomically(run_folder / "convtune_dispatch.h", out.header);

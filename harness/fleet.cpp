@@ -4,6 +4,8 @@
 
 #include "harness/error.h"
 #include "harness/json_file.h"
+#include "harness/perf_model.h"
+#include "harness/records.h"
 
 namespace convtune {
 
@@ -42,6 +44,13 @@ DeviceLookup lookup_on_device(const json& dispatch, const std::string& device_na
 
 void export_fleet(const std::vector<fs::path>& runs, const fs::path& out, const std::vector<fs::path>& repeats,
                   const std::vector<fs::path>& train) {
+  // Checked first: the run's own dispatch.json must not become the fleet's, nor a file a folder.
+  if (fs::exists(out / "summary.json") || records_file_exists(out / "records.jsonl"))
+    throw InputError("export: -o " + out.string() + " holds a run, whose own dispatch.json the fleet table would "
+                     "replace; allowed: a folder of the fleet's own (new, or one export wrote)");
+  if (fs::exists(out) && !fs::is_directory(out))
+    throw InputError("export: -o " + out.string() + " is a file; allowed: a folder (new, or one export wrote)");
+  ModelOptions::from_env();  // a bad CONVTUNE_MODEL_OPTIONS is refused by name before a run is read
   std::vector<RunTable> read, repeats_read;
   for (const auto& run : runs) read.push_back(read_run(run));
   attach_training(read, train);

@@ -33,8 +33,10 @@ MeasureOptions MeasureOptions::from_json(const json& j, const std::string& where
                          (k == "warmup" ? "0" : "1") + "..100000");
       (k == "warmup" ? o.warmup : k == "min_samples" ? o.min_samples : o.max_samples) = v.get<int>();
     } else if (k == "max_rel_stderr" || k == "time_cap_s") {
-      if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() > 3600)
-        throw InputError(where + "." + k + ": " + v.dump() + " is not allowed; allowed: a number in (0, 3600]");
+      const bool stderr_bound = k == "max_rel_stderr";  // a relative error: 1 is 100%
+      if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() > (stderr_bound ? 1 : 3600))
+        throw InputError(where + "." + k + ": " + v.dump() + " is not allowed; allowed: a number in " +
+                         (stderr_bound ? "(0, 1] (a fraction of the mean)" : "(0, 3600]"));
       (k == "max_rel_stderr" ? o.max_rel_stderr : o.time_cap_s) = v.get<double>();
     } else {
       throw InputError(where + "." + k + ": unknown option; allowed: " + allowed);

@@ -105,6 +105,8 @@ json merge_runs(const std::vector<fs::path>& runs, const fs::path& out, const st
                 std::ostream& log) {
   if (runs.empty()) throw InputError("merge: give the run folders of the shards");
   if (records_file_exists(out / "records.jsonl")) throw InputError("merge: -o " + out.string() + " already holds a run");
+  if (fs::exists(out) && !fs::is_directory(out))
+    throw InputError("merge: -o " + out.string() + " is a file; allowed: a folder (new, or empty)");
   std::vector<ShardRun> shards;
   for (const auto& f : runs) shards.push_back(open_shard(f));
   for (size_t i = 1; i < shards.size(); ++i)

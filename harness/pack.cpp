@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iomanip>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 
@@ -23,9 +24,10 @@ const char* const kPackedFiles[] = {"records.jsonl", "profiles.jsonl"};
 
 std::string read_plain_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (!in || !(text << in.rdbuf())) throw std::runtime_error("cannot read " + path.string());
-  return text.str();
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::string text(std::istreambuf_iterator<char>(in), {});  // an empty file is "", not a failure
+  if (in.bad()) throw std::runtime_error("cannot read " + path.string());
+  return text;
 }
 
 void write_plain_file(const fs::path& path, const std::string& text) {
@@ -47,13 +49,17 @@ void sync_to_disk(const fs::path& path) {
 ConvertedFile convert(const fs::path& from, const fs::path& to, bool compress) {
   const std::string text = compress ? read_plain_file(from) : read_gzip_file(from);
   const fs::path tmp = to.string() + ".tmp";
-  if (compress) write_gzip_file(tmp, text);
-  else write_plain_file(tmp, text);
-  sync_to_disk(tmp);
-  if ((compress ? read_gzip_file(tmp) : read_plain_file(tmp)) != text) {
-    fs::remove(tmp);
-    throw std::runtime_error(tmp.string() + " did not read back as " + from.string() + " holds it; " +
-                             from.string() + " is left as it was");
+  try {
+    if (compress) write_gzip_file(tmp, text);
+    else write_plain_file(tmp, text);
+    sync_to_disk(tmp);
+    if ((compress ? read_gzip_file(tmp) : read_plain_file(tmp)) != text)
+      throw std::runtime_error(tmp.string() + " did not read back as " + from.string() + " holds it; " +
+                               from.string() + " is left as it was");
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);  // no half-written file is left beside the run's own
+    throw;
   }
   fs::rename(tmp, to);
   sync_to_disk(to.parent_path());
@@ -73,14 +79,26 @@ void require_run_folder(const fs::path& folder, const std::string& command) {
 }
 }  // namespace
 
+namespace {
+// Both forms of a file where the plain one lacks some of the packed one's records: InputError from
+// stored_records_file, before anything changes.
+void require_forms_agree(const fs::path& folder) {
+  for (const char* name : kPackedFiles) stored_records_file(folder / name);
+}
+}  // namespace
+
 void check_packable(const fs::path& folder) {
   require_run_folder(folder, "pack");
+  require_forms_agree(folder);
   if (fs::exists(folder / "claims"))
     throw InputError("pack: " + folder.string() + " has claims/: a sweep is running there, or was killed "
                      "(finish it with convtune sweep --resume); it would append to a records.jsonl packed away");
 }
 
-void check_unpackable(const fs::path& folder) { require_run_folder(folder, "unpack"); }
+void check_unpackable(const fs::path& folder) {
+  require_run_folder(folder, "unpack");
+  require_forms_agree(folder);
+}
 
 std::vector<ConvertedFile> pack_run(const fs::path& folder) {
   check_packable(folder);

@@ -28,7 +28,8 @@ void check_unpackable(const std::filesystem::path& folder);
 std::vector<ConvertedFile> pack_run(const std::filesystem::path& folder);
 
 // The reverse, with the same care: each <name>.gz whose plain file is missing. None when the folder is not
-// packed. A file in both forms is left as it is (readers take the plain one; pack replaces the .gz).
+// packed. A file in both forms is left as it is (readers take the plain one; pack replaces the .gz), unless
+// the plain one lacks some of the packed one's records: then both are refused, by the checks above too.
 std::vector<ConvertedFile> unpack_run(const std::filesystem::path& folder);
 
 // Some file of the folder is there only as <name>.gz.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -33,6 +34,52 @@ double table_floor_ms(const json& table, const Problem& p) {
   return std::max(p.min_bytes() / (copy * 1e9), p.direct_flops() / (fma * 1e9)) * 1e3;
 }
 
+namespace {
+
+// A number that is the whole of `text` (no "5x", no "nan"), within [low, high], open at low where asked.
+bool read_number(const std::string& text, double low, double high, bool open_low, double& out) {
+  size_t used = 0;
+  try {
+    out = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return used == text.size() && std::isfinite(out) && (open_low ? out > low : out >= low) && out <= high;
+}
+
+struct OptionRule {
+  const char* key;
+  double low, high;
+  bool open_low, integer;
+  const char* allowed;  // for the error
+  std::function<void(ModelOptions&, double)> set;
+};
+
+const std::vector<OptionRule>& option_rules() {
+  static const std::vector<OptionRule> rules = {
+      {"rounds", 1, 10000, false, true, "an integer 1 to 10000", [](ModelOptions& o, double v) { o.rounds = int(v); }},
+      {"depth", 1, 20, false, true, "an integer 1 to 20", [](ModelOptions& o, double v) { o.depth = int(v); }},
+      {"eta", 0, 1, true, false, "a number in (0, 1]", [](ModelOptions& o, double v) { o.eta = v; }},
+      {"clip", 0, 100, true, false, "a number in (0, 100]", [](ModelOptions& o, double v) { o.clip = v; }},
+      {"max_candidates", 1, 1000, false, true, "an integer 1 to 1000",
+       [](ModelOptions& o, double v) { o.max_candidates = size_t(v); }},
+      {"near_weight", 0, 1000, true, false, "a number in (0, 1000]", [](ModelOptions& o, double v) { o.near_weight = v; }},
+      {"relative", 0, 1, false, true, "0 or 1", [](ModelOptions& o, double v) { o.relative = v != 0; }},
+      {"within", 1, 10, true, false, "a number in (1, 10]", [](ModelOptions& o, double v) { o.within = v; }},
+      {"mix", 0, 100, false, false, "a number in [0, 100]", [](ModelOptions& o, double v) { o.mix = v; }},
+      {"cover", 0, 1000, false, true, "an integer 0 to 1000", [](ModelOptions& o, double v) { o.cover = size_t(v); }},
+      {"gamma", 0, 1e6, false, false, "a number in [0, 1e6]", [](ModelOptions& o, double v) { o.gamma = v; }},
+      {"others", 0, 1, false, true, "0 or 1", [](ModelOptions& o, double v) { o.others = v != 0; }},
+      {"colsample", 0, 1, true, false, "a number in (0, 1]", [](ModelOptions& o, double v) { o.colsample = v; }},
+      {"subsample", 0, 1, true, false, "a number in (0, 1]", [](ModelOptions& o, double v) { o.subsample = v; }},
+      {"min_child", 0, 1e6, false, false, "a number in [0, 1e6]", [](ModelOptions& o, double v) { o.min_child = v; }},
+      {"lambda", 0, 1e6, false, false, "a number in [0, 1e6]", [](ModelOptions& o, double v) { o.lambda = v; }},
+  };
+  return rules;
+}
+
+}  // namespace
+
 ModelOptions ModelOptions::from_env() {
   ModelOptions o;
   const char* env = std::getenv("CONVTUNE_MODEL_OPTIONS");
@@ -40,36 +87,17 @@ ModelOptions ModelOptions::from_env() {
   for (std::string item; std::getline(list, item, ',');) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    try {
-      if (key == "rounds") o.rounds = std::stoi(value);
-      else if (key == "depth") o.depth = std::stoi(value);
-      else if (key == "eta") o.eta = std::stod(value);
-      else if (key == "clip") o.clip = std::stod(value);
-      else if (key == "max_candidates") o.max_candidates = size_t(std::stoul(value));
-      else if (key == "near_weight") o.near_weight = std::stod(value);
-      else if (key == "relative") o.relative = std::stoi(value) != 0;
-      else if (key == "within") o.within = std::stod(value);
-      else if (key == "mix") o.mix = std::stod(value);
-      else if (key == "cover") o.cover = size_t(std::stoi(value));
-      else if (key == "gamma") o.gamma = std::stod(value);
-      else if (key == "others") o.others = std::stoi(value) != 0;
-      else if (key == "colsample") o.colsample = std::stod(value);
-      else if (key == "subsample") o.subsample = std::stod(value);
-      else if (key == "min_child") o.min_child = std::stod(value);
-      else if (key == "lambda") o.lambda = std::stod(value);
-      else throw std::invalid_argument(key);
-      if (key == "within" && !(o.within > 1)) throw std::invalid_argument(key);
-      if (key == "cover" && std::stoi(value) < 0) throw std::invalid_argument(key);
-      if (key == "gamma" && !(o.gamma >= 0 && std::isfinite(o.gamma))) throw std::invalid_argument(key);
-      for (const double share : {o.colsample, o.subsample})
-        if (!(share > 0 && share <= 1)) throw std::invalid_argument(key);
-      for (const double least : {o.min_child, o.lambda})
-        if (!(least >= 0 && std::isfinite(least))) throw std::invalid_argument(key);
-    } catch (const std::exception&) {
-      throw InputError("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: rounds=N, depth=N, eta=X, clip=X, max_candidates=N, "
-                       "near_weight=X, relative=0|1, within=X, mix=X, cover=N, gamma=X, others=0|1, colsample=X and "
-                       "subsample=X in (0, 1], min_child=X, lambda=X");
+    const auto& rules = option_rules();
+    const auto rule = std::find_if(rules.begin(), rules.end(), [&](const OptionRule& r) { return key == r.key; });
+    if (rule == rules.end()) {
+      std::string keys;
+      for (const OptionRule& r : rules) keys += (keys.empty() ? "" : ", ") + std::string(r.key);
+      throw InputError("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: key=value pairs of " + keys);
     }
+    double v = 0;
+    if (!read_number(value, rule->low, rule->high, rule->open_low, v) || (rule->integer && v != std::floor(v)))
+      throw InputError("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: " + key + " " + rule->allowed);
+    rule->set(o, v);
   }
   return o;
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "harness/error.h"
@@ -140,9 +141,25 @@ ReadResult parse_record_lines(std::istream& in, const std::filesystem::path& whe
 
 std::filesystem::path packed_path(const std::filesystem::path& path) { return path.string() + ".gz"; }
 
+namespace {
+std::string read_whole_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string() + ": cannot be read");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
 std::filesystem::path stored_records_file(const std::filesystem::path& path) {
   const auto gz = packed_path(path);
-  return !std::filesystem::exists(path) && std::filesystem::exists(gz) ? gz : path;
+  const bool plain = std::filesystem::exists(path), packed = std::filesystem::exists(gz);
+  if (plain && packed) {  // rare: a pack cut short, then maybe appended to; anything else loses records
+    const std::string lines = read_whole_file(path), packed_lines = read_gzip_file(gz);
+    if (lines.compare(0, packed_lines.size(), packed_lines) != 0)
+      throw InputError(path.string() + " and " + gz.string() + " both exist, and the plain file does not begin with "
+                       "the packed one's records; allowed: one of them, or the plain one holding the packed one's "
+                       "records and more (move the one that is not this run's away)");
+  }
+  return !plain && packed ? gz : path;
 }
 
 bool records_file_exists(const std::filesystem::path& path) {

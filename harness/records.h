@@ -68,8 +68,9 @@ struct ReadResult {
 ReadResult read_records(const std::filesystem::path& path);
 // `path`.gz: where a packed run folder keeps `path` (harness/pack.h).
 std::filesystem::path packed_path(const std::filesystem::path& path);
-// The file that holds `path`'s lines: `path`, or `path`.gz when only that is there. Readers take the
-// plain file when both are.
+// The file that holds `path`'s lines: `path`, or `path`.gz when only that is there. Where both are (a pack cut
+// short after its rename, perhaps appended to since) readers take the plain file, which must begin with the
+// packed one's lines: InputError naming both where it does not (the plain file would hide records).
 std::filesystem::path stored_records_file(const std::filesystem::path& path);
 // Whether `path` or `path`.gz is there.
 bool records_file_exists(const std::filesystem::path& path);

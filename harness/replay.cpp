@@ -164,9 +164,16 @@ std::string replay_data_gap(const json& summary) {
                      strategy_traits(strategy.get<std::string>()).measures_every_candidate;
   if (!every) return "spec.strategy is " + strategy.dump() + ", which measured only part of each space";
   const json budget = spec.value("budget", json::object());
-  const json evals = budget.is_object() ? budget.value("max_evaluations_per_problem", json(0)) : json(0);
-  if (evals.is_number() && evals.get<double>() > 0)
-    return "spec.budget.max_evaluations_per_problem is " + evals.dump() + ", which cut each space short";
+  if (!budget.is_object()) return "spec.budget is " + budget.dump() + ", not an object: what it cut cannot be told";
+  for (const char* limit : {"max_evaluations_per_problem", "seconds_per_problem", "seconds_total"}) {
+    const json v = budget.value(limit, json(0));
+    if (!v.is_number()) return std::string("spec.budget.") + limit + " is " + v.dump() + ", not a number";
+    if (v.get<double>() > 0)
+      return std::string("spec.budget.") + limit + " is " + v.dump() + ", which may have cut the spaces short";
+  }
+  if (summary.value("interrupted", false) == true)
+    return "interrupted is true: the sweep stopped before it measured every candidate (finish it with convtune sweep "
+           "--resume)";
   const json shard = summary.value("shard", json::object());
   const json count = shard.is_object() ? shard.value("count", json(1)) : json(1);
   if (count.is_number() && count.get<double>() > 1 && !summary.contains("merge"))

@@ -32,9 +32,11 @@ static std::vector<int64_t> expand_dim(const json& v, const std::string& where) 
     const int64_t a = integer(r[0], where + ".range[0]"), b = integer(r[1], where + ".range[1]");
     const int64_t step = r.size() == 3 ? integer(r[2], where + ".range[2]") : 1;
     if (step <= 0 || b < a) throw InputError(where + ".range: needs first <= last and a positive step");
-    if ((b - a) / step > 100000) throw InputError(where + ".range: more than 100000 values");
+    // In unsigned arithmetic: last - first of two int64 overflows an int64 (and a step past last would too).
+    const uint64_t steps = (uint64_t(b) - uint64_t(a)) / uint64_t(step);
+    if (steps > 100000) throw InputError(where + ".range: more than 100000 values");
     std::vector<int64_t> out;
-    for (int64_t x = a; x <= b; x += step) out.push_back(x);
+    for (uint64_t i = 0; i <= steps; ++i) out.push_back(a + int64_t(i) * step);
     return out;
   }
   if (v.is_object() && v.size() == 1 && v.contains("pow2")) {
@@ -43,9 +45,10 @@ static std::vector<int64_t> expand_dim(const json& v, const std::string& where) 
     const int64_t a = integer(r[0], where + ".pow2[0]"), b = integer(r[1], where + ".pow2[1]");
     if (a <= 0 || b < a) throw InputError(where + ".pow2: needs 0 < first <= last");
     std::vector<int64_t> out;
-    int64_t x = 1;
-    while (x < a) x *= 2;
-    for (; x <= b; x *= 2) out.push_back(x);
+    for (int64_t x = 1;; x *= 2) {
+      if (x >= a) out.push_back(x);
+      if (x > b / 2) break;  // the next would pass last, or overflow
+    }
     if (out.empty()) throw InputError(where + ".pow2: no power of two in [" + std::to_string(a) + ", " + std::to_string(b) + "]");
     return out;
   }
@@ -116,9 +119,10 @@ SweepSpec SweepSpec::parse(const json& j) {
       throw InputError("spec.name: '" + s.name + "' may hold only letters, digits, '-' and '_'");
   if (!j.contains("problems") || !j["problems"].is_array() || j["problems"].empty())
     throw InputError("spec.problems: missing; a list of {\"family\": ..., dims...}");
+  std::set<std::string> keys;  // a shape listed twice (a repeated value, overlapping grids) is measured once
   for (size_t i = 0; i < j["problems"].size(); ++i)
     for (auto& p : expand_problems(j["problems"][i], "spec.problems[" + std::to_string(i) + "]"))
-      s.problems.push_back(std::move(p));
+      if (keys.insert(p.key()).second) s.problems.push_back(std::move(p));
   if (!j.contains("variants")) {
     s.variant_patterns = {"*"};
   } else {

@@ -165,7 +165,17 @@ TEST_F(BadInput, ReplayRefusesARunThatWasNotExhaustive) {
   summary["spec"]["budget"] = {{"max_evaluations_per_problem", 5}};
   write_text(run / "summary.json", summary.dump(1));
   expect_refused({"replay", run.string()}, {"spec.budget.max_evaluations_per_problem"}, run);
+  for (const json& budget : {json{{"seconds_total", 240}}, json{{"seconds_per_problem", 5}},
+                             json{{"max_evaluations_per_problem", "5"}}}) {
+    summary["spec"]["budget"] = budget;
+    write_text(run / "summary.json", summary.dump(1));
+    expect_refused({"replay", run.string()}, {"spec.budget." + budget.begin().key()}, run);
+  }
   summary["spec"].erase("budget");
+  summary["interrupted"] = true;
+  write_text(run / "summary.json", summary.dump(1));
+  expect_refused({"replay", run.string()}, {"interrupted is true", "--resume"}, run);
+  summary["interrupted"] = false;
   summary["shard"] = {{"index", 1}, {"count", 4}};
   write_text(run / "summary.json", summary.dump(1));
   expect_refused({"replay", run.string()}, {"shard", "merge"}, run);
@@ -180,6 +190,8 @@ TEST_F(BadInput, ReplayNamesTheStrategiesFlag) {
     EXPECT_FALSE(contains(r.err, "spec.strategy")) << r.err;
     EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
   }
+  for (const std::string budget : {"nan", "-0.5", "1.5", "0.5x"})  // NaN passes every comparison of a range check
+    expect_refused({"replay", run.string(), "--budget", budget}, {"--budget", "allowed: a fraction in [0, 1]"}, run);
 }
 
 TEST_F(BadInput, ARecordOfTheWrongKindIsNamedByFileLineAndField) {
@@ -211,6 +223,21 @@ TEST_F(BadInput, ASummaryOfTheWrongKindFailsExportWithoutWritingAnything) {
   expect_refused({"export", run.string()}, {"summary.json", "device.name is 7"}, run);
   EXPECT_FALSE(fs::exists(run / "convtune_dispatch.h"));
   EXPECT_FALSE(fs::exists(run / "t4.json"));
+}
+
+// A table with a field of the wrong kind (hand-edited, or not export's) is refused naming the table's file.
+TEST_F(BadInput, CheckDispatchNamesATableOfTheWrongShape) {
+  const fs::path run = run_copy("table-shape");
+  const json good = read_json(run / "dispatch.json");
+  for (const auto& edit : std::vector<std::function<void(json&)>>{[](json& t) { t["fallback"] = json::array(); },
+                                                                  [](json& t) { t["device"]["name"] = 5; },
+                                                                  [](json& t) { t.erase("entries"); }}) {
+    json table = good;
+    edit(table);
+    const fs::path file = scratch_ / "table-shape.json";
+    write_text(file, table.dump(1));
+    expect_refused({"check-dispatch", file.string(), run.string()}, {file.string()}, run);
+  }
 }
 
 TEST_F(BadInput, ExportOfAGoodCopyStillWritesItsThreeFiles) {

@@ -158,6 +158,14 @@ TEST(Fleet, ExportsShippedRunsOfTwoModelsAndRefusesTheSameModelTwice) {
   EXPECT_EQ(f["tables"][0]["source"]["run"], kH100Run.string());
   EXPECT_TRUE(fs::exists(dir / "fleet/convtune_dispatch.h"));
   EXPECT_THROW(export_fleet({kH100Run, kH100Run}, dir / "twice"), InputError);
+  // -o a run's folder (its own dispatch.json would become the fleet's) or a file: refused, nothing written.
+  const std::string into_run = test::input_error([&] { export_fleet({kH100Run, dir / "h200"}, dir / "h200"); });
+  EXPECT_TRUE(test::contains(into_run, "export: -o " + (dir / "h200").string() + " holds a run")) << into_run;
+  EXPECT_FALSE(fs::exists(dir / "h200/dispatch.json"));
+  std::ofstream(dir / "table.json") << "{}";
+  const std::string into_file = test::input_error([&] { export_fleet({kH100Run, dir / "h200"}, dir / "table.json"); });
+  EXPECT_TRUE(test::contains(into_file, "is a file; allowed: a folder")) << into_file;
+  EXPECT_EQ(test::read_text(dir / "table.json"), "{}");
   fs::remove_all(dir);
 }
 

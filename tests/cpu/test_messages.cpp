@@ -279,7 +279,9 @@ TEST(MeasureMessages, EachOptionIsCheckedAtItsLimits) {
   EXPECT_EQ(measure_error({{"max_samples", 2.5}}),
             "spec.measure.max_samples: 2.5 is not allowed; allowed: an integer in 1..100000");
   EXPECT_EQ(measure_error({{"max_rel_stderr", 0}}),
-            "spec.measure.max_rel_stderr: 0 is not allowed; allowed: a number in (0, 3600]");
+            "spec.measure.max_rel_stderr: 0 is not allowed; allowed: a number in (0, 1] (a fraction of the mean)");
+  EXPECT_EQ(measure_error({{"max_rel_stderr", 5}}),  // 500%: no bound at all
+            "spec.measure.max_rel_stderr: 5 is not allowed; allowed: a number in (0, 1] (a fraction of the mean)");
   EXPECT_EQ(measure_error({{"time_cap_s", 3600.5}}),
             "spec.measure.time_cap_s: 3600.5 is not allowed; allowed: a number in (0, 3600]");
   EXPECT_EQ(measure_error({{"time_cap_s", "1"}}),
@@ -290,10 +292,10 @@ TEST(MeasureMessages, EachOptionIsCheckedAtItsLimits) {
   EXPECT_EQ(measure_error({{"min_samples", 5}, {"max_samples", 4}}), "spec.measure.max_samples: must be at least min_samples");
   // At the limits: accepted, and each value lands in its own field.
   const MeasureOptions low = MeasureOptions::from_json(
-      {{"cold", false}, {"warmup", 0}, {"min_samples", 1}, {"max_samples", 1}, {"max_rel_stderr", 3600}, {"time_cap_s", 0.5}},
+      {{"cold", false}, {"warmup", 0}, {"min_samples", 1}, {"max_samples", 1}, {"max_rel_stderr", 1}, {"time_cap_s", 0.5}},
       "m");
   EXPECT_EQ(low.to_json(), (json{{"cold", false}, {"warmup", 0}, {"min_samples", 1}, {"max_samples", 1},
-                                 {"max_rel_stderr", 3600.0}, {"time_cap_s", 0.5}}));
+                                 {"max_rel_stderr", 1.0}, {"time_cap_s", 0.5}}));
   const MeasureOptions high = MeasureOptions::from_json(
       {{"warmup", 100000}, {"min_samples", 7}, {"max_samples", 100000}, {"max_rel_stderr", 0.01}, {"time_cap_s", 3600}},
       "m");
@@ -494,6 +496,10 @@ TEST(MergeMessages, ShardsThatDoNotMergeAreNamedWithTheFieldAndWhatMerges) {
   EXPECT_EQ(merge_error({shards[0], shards[0]}, root / "out"),
             "merge: " + s0 + " and " + s0 + " are both shard 0/2; give each shard once");
   EXPECT_EQ(merge_error({shards[0]}, shards[1]), "merge: -o " + s1 + " already holds a run");
+  std::ofstream(root / "merged.txt") << "kept";
+  EXPECT_EQ(merge_error(shards, root / "merged.txt"),
+            "merge: -o " + (root / "merged.txt").string() + " is a file; allowed: a folder (new, or empty)");
+  EXPECT_EQ(test::read_text(root / "merged.txt"), "kept");
   json other = read_json(shards[1] / "summary.json");
   other["device"]["name"] = "NVIDIA H200";
   write_json_atomically(shards[1] / "summary.json", other);

@@ -271,13 +271,29 @@ TEST(MutantKills, ModelOptionsReadEveryItemOfTheList) {
   EXPECT_EQ(o.depth, 3);
   EXPECT_DOUBLE_EQ(o.eta, 0.125);
   EXPECT_FALSE(o.relative);
-  // An unknown or malformed item is an error naming it, never skipped (perf_model.cpp:51: a break in the catch).
-  for (const char* bad : {"rounds=7,bogus=1", "depth=x", "cover=-1", "gamma=-1", "gamma=inf", "colsample=0",
-                          "subsample=1.5", "min_child=-1", "lambda=nan"}) {
-    const ModelOptionsEnv env(bad);
+  // An unknown item is an error naming it and the keys, never skipped (perf_model.cpp:51: a break in the catch).
+  {
+    const ModelOptionsEnv env("rounds=7,bogus=1");
     const std::string msg = test::input_error([] { ModelOptions::from_env(); });
-    const std::string item = std::string(bad).substr(std::string(bad).rfind(',') + 1);
-    EXPECT_EQ(msg.rfind("CONVTUNE_MODEL_OPTIONS: '" + item + "'; allowed: rounds=N", 0), 0u) << msg;
+    EXPECT_EQ(msg.rfind("CONVTUNE_MODEL_OPTIONS: 'bogus=1'; allowed: key=value pairs of rounds, depth, eta,", 0), 0u)
+        << msg;
+  }
+  // A value out of its key's range, not wholly a number, or not finite: an error naming the key's range
+  // (XGBoost would stop with its own trace, or fit NaNs into the table).
+  for (const auto& [bad, allowed] : std::vector<std::pair<std::string, std::string>>{
+           {"depth=x", "depth an integer 1 to 20"}, {"depth=-5", "depth an integer 1 to 20"},
+           {"rounds=-1", "rounds an integer 1 to 10000"}, {"rounds=5x", "rounds an integer 1 to 10000"},
+           {"rounds=2.5", "rounds an integer 1 to 10000"}, {"eta=-1", "eta a number in (0, 1]"},
+           {"eta=nan", "eta a number in (0, 1]"}, {"clip=nan", "clip a number in (0, 100]"},
+           {"max_candidates=0", "max_candidates an integer 1 to 1000"}, {"near_weight=-1", "near_weight a number in (0, 1000]"},
+           {"mix=nan", "mix a number in [0, 100]"}, {"within=1", "within a number in (1, 10]"},
+           {"cover=-1", "cover an integer 0 to 1000"}, {"gamma=-1", "gamma a number in [0, 1e6]"},
+           {"gamma=inf", "gamma a number in [0, 1e6]"}, {"colsample=0", "colsample a number in (0, 1]"},
+           {"subsample=1.5", "subsample a number in (0, 1]"}, {"min_child=-1", "min_child a number in [0, 1e6]"},
+           {"lambda=nan", "lambda a number in [0, 1e6]"}, {"relative=2", "relative 0 or 1"}, {"others=", "others 0 or 1"}}) {
+    const ModelOptionsEnv env(bad.c_str());
+    const std::string msg = test::input_error([] { ModelOptions::from_env(); });
+    EXPECT_EQ(msg, "CONVTUNE_MODEL_OPTIONS: '" + bad + "'; allowed: " + allowed) << bad;
   }
 }
 

@@ -141,6 +141,42 @@ TEST(Pack, BothFormsThereReadThePlainOneAndPackAgain) {
   fs::remove_all(copy);
 }
 
+// A plain records.jsonl put beside a .gz it does not begin with would hide the packed records from every
+// reader, and pack would replace them with it: both are refused, naming both files, and nothing changes.
+TEST(Pack, BothFormsWhereThePlainOneLacksPackedRecordsAreRefused) {
+  const fs::path run = small_run("lacking");
+  pack_run(run);
+  const std::string gz = read_text(run / "records.jsonl.gz");
+  {
+    RecordWriter fewer(run / "records.jsonl.new");
+    for (int k = 0; k < 5; ++k) fewer.append(record(k));
+  }
+  fs::rename(run / "records.jsonl.new", run / "records.jsonl");
+  const std::string plain = read_text(run / "records.jsonl");
+  for (const std::string& error : {input_error([&] { read_records(run / "records.jsonl"); }),
+                                   input_error([&] { pack_run(run); }), input_error([&] { unpack_run(run); })}) {
+    EXPECT_TRUE(contains(error, "records.jsonl and ")) << error;
+    EXPECT_TRUE(contains(error, "records.jsonl.gz both exist")) << error;
+  }
+  EXPECT_EQ(read_text(run / "records.jsonl.gz"), gz);
+  EXPECT_EQ(read_text(run / "records.jsonl"), plain);
+  fs::remove_all(run);
+}
+
+// An empty records file packs and unpacks as one (a run that recorded nothing yet), leaving no .tmp.
+TEST(Pack, AnEmptyRecordsFileRoundTrips) {
+  const fs::path run = test::fresh_temp_dir("pack-test-empty");
+  write_json_atomically(run / "summary.json", {{"schema", 1}});
+  std::ofstream(run / "records.jsonl").flush();
+  ASSERT_EQ(pack_run(run).size(), 1u);
+  EXPECT_TRUE(read_records(run / "records.jsonl").records.empty());
+  ASSERT_EQ(unpack_run(run).size(), 1u);
+  EXPECT_EQ(read_text(run / "records.jsonl"), "");
+  for (const auto& entry : fs::directory_iterator(run))
+    EXPECT_NE(entry.path().extension(), ".tmp") << entry.path();
+  fs::remove_all(run);
+}
+
 TEST(Pack, RefusesARunASweepMayStillAppendTo) {
   const fs::path run = small_run("claims");
   fs::create_directories(run / "claims");

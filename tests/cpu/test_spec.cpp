@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 
 #include <unistd.h>
@@ -41,6 +42,37 @@ TEST(Spec, ExpandsGridsIntoProblems) {
   EXPECT_EQ(s.problems.back().key(), "conv2d/h=512,r=5,w=9");
   EXPECT_EQ(s.strategy, "exhaustive");
   EXPECT_TRUE(s.measure.cold);
+}
+
+// Bounds at the ends of int64 neither overflow nor loop: a huge grid is refused by its size or its dims' range.
+TEST(Spec, GridsAtTheEndsOfInt64AreRefusedQuickly) {
+  const int64_t top = std::numeric_limits<int64_t>::max(), bottom = std::numeric_limits<int64_t>::min();
+  auto with_h = [](json h) {
+    json j = minimal();
+    j["problems"][0]["h"] = std::move(h);
+    return error_of(j);
+  };
+  EXPECT_NE(with_h({{"pow2", {1, top}}}).find("spec.problems[0].h: 131072 is out of range; allowed 1..65536"),
+            std::string::npos)
+      << with_h({{"pow2", {1, top}}});
+  EXPECT_NE(with_h({{"pow2", {(int64_t(1) << 62) + 1, top}}}).find("spec.problems[0].h.pow2: no power of two"),
+            std::string::npos);
+  EXPECT_NE(with_h({{"range", {top - 2, top, 1}}}).find("spec.problems[0].h: 9223372036854775805 is out of range"),
+            std::string::npos)
+      << with_h({{"range", {top - 2, top, 1}}});
+  EXPECT_NE(with_h({{"range", {bottom, top, 1}}}).find("spec.problems[0].h.range: more than 100000 values"),
+            std::string::npos);
+}
+
+// A shape listed twice, by a repeated value or by two grids that overlap, is one problem (measured once).
+TEST(Spec, AShapeListedTwiceIsOneProblem) {
+  json j = minimal();
+  j["problems"][0]["r"] = {1, 1, 2};
+  j["problems"].push_back({{"family", "conv2d"}, {"h", 64}, {"w", 64}, {"r", {2, 3}}});
+  const SweepSpec s = SweepSpec::parse(j);
+  std::vector<std::string> keys;
+  for (const Problem& p : s.problems) keys.push_back(p.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"conv2d/h=64,r=1,w=64", "conv2d/h=64,r=2,w=64", "conv2d/h=64,r=3,w=64"}));
 }
 
 TEST(Spec, VariantsAndParamsAreResolved) {
