@@ -618,6 +618,9 @@ RunTable read_run(const std::filesystem::path& run_folder) {
   RunTable t;
   t.folder = run_folder;
   t.summary = read_run_summary(run_folder);
+  if (!t.summary.contains("device"))  // a table must say which GPU it was measured on
+    throw InputError((run_folder / "summary.json").string() + ": device is missing; allowed: the GPU's name, arch "
+                     "and limits, as convtune sweep writes them");
   ReadResult rr = read_records(run_folder / "records.jsonl");
   for (const auto& p : rr.problems) std::cerr << "warning: skipped an unreadable record: " << p << "\n";
   t.records = std::move(rr.records);

@@ -113,18 +113,23 @@ void check_record_fields(const json& j, const std::string& where) {
     refuse("time.median_ms", median, "a non-negative number of milliseconds");
 }
 
-// One line of a records file into `out`: a record, or a problem naming the line.
+// One line of a records file into `out`: a record, or a torn line (a writer killed mid-record: the JSON
+// ends early) as a problem naming the line. Any other line was not written by convtune: an InputError.
 void parse_record_line(const std::string& line, const std::string& where, ReadResult& out) {
   if (line.empty()) return;
   json j;
   try {
     j = json::parse(line);
-    if (!j.is_object() || !j.contains("problem_key") || !j.contains("candidate") || !j.contains("status"))
-      throw std::runtime_error("not a record (needs problem_key, candidate, status)");
-  } catch (const std::exception& e) {
-    out.problems.push_back(where + ": " + e.what());
-    return;
+  } catch (const json::parse_error& e) {
+    if (e.byte >= line.size()) {  // ends early: torn
+      out.problems.push_back(where + ": " + e.what());
+      return;
+    }
+    throw InputError(where + ": not JSON at byte " + std::to_string(e.byte) + "; allowed: one record a line, as "
+                     "convtune wrote it (a line cut short by a crash is skipped with a warning)");
   }
+  if (!j.is_object() || !j.contains("problem_key") || !j.contains("candidate") || !j.contains("status"))
+    throw InputError(where + ": not a record; allowed: an object with problem_key, candidate and status");
   check_record_fields(j, where);
   out.records.push_back(std::move(j));
 }

@@ -40,6 +40,15 @@ const std::vector<FieldKind>& summary_fields() {
   return fields;
 }
 
+// "9.0", "12.1": digits, a dot, digits.
+bool is_compute_capability(const std::string& text) {
+  const size_t dot = text.find('.');
+  auto digits = [](const std::string& part) {
+    return !part.empty() && part.size() <= 3 && part.find_first_not_of("0123456789") == std::string::npos;
+  };
+  return dot != std::string::npos && digits(text.substr(0, dot)) && digits(text.substr(dot + 1));
+}
+
 // A value short enough for one line.
 std::string shown(const json& v) {
   std::string text = v.dump();
@@ -58,10 +67,18 @@ void check_run_summary(const json& summary, const std::filesystem::path& file) {
   for (const char* key : {"index", "count"})
     if (shard.contains(key) && !shard[key].is_number_integer())
       throw InputError(file.string() + ": shard." + key + " is " + shown(shard[key]) + "; allowed: an integer");
+  if (summary.contains("schema") && summary["schema"] != 1)
+    throw InputError(file.string() + ": schema is " + shown(summary["schema"]) + "; allowed: 1 (what this convtune "
+                     "reads and writes)");
+  if (summary.contains("strategy_seed") && !summary["strategy_seed"].is_number_integer())
+    throw InputError(file.string() + ": strategy_seed is " + shown(summary["strategy_seed"]) + "; allowed: an integer");
   const json device = summary.value("device", json::object());
   for (const char* key : {"name", "arch", "compute_capability"})
     if (device.contains(key) && !device[key].is_string())
       throw InputError(file.string() + ": device." + key + " is " + shown(device[key]) + "; allowed: a string");
+  if (device.contains("compute_capability") && !is_compute_capability(device["compute_capability"].get<std::string>()))
+    throw InputError(file.string() + ": device.compute_capability is " + shown(device["compute_capability"]) +
+                     "; allowed: major.minor, e.g. \"9.0\"");
 }
 
 json read_run_summary(const std::filesystem::path& folder) {

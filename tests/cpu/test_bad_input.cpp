@@ -12,6 +12,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <tuple>
 #include <sstream>
 
 #include "harness/gzip_file.h"
@@ -221,6 +222,20 @@ TEST_F(BadInput, ASummaryOfTheWrongKindFailsExportWithoutWritingAnything) {
   summary["device"] = {{"name", 7}};
   write_text(run / "summary.json", summary.dump(1));
   expect_refused({"export", run.string()}, {"summary.json", "device.name is 7"}, run);
+  summary.erase("device");
+  write_text(run / "summary.json", summary.dump(1));
+  expect_refused({"export", run.string()}, {"summary.json", "device is missing"}, run);
+  summary["device"] = {{"name", "NVIDIA H100"}, {"compute_capability", "abc"}};
+  write_text(run / "summary.json", summary.dump(1));
+  expect_refused({"export", run.string()}, {"summary.json", "device.compute_capability is \"abc\"", "major.minor"}, run);
+  summary["device"]["compute_capability"] = "9.0";
+  for (const auto& [field, value, allowed] : std::vector<std::tuple<std::string, json, std::string>>{
+           {"schema", 99, "allowed: 1"}, {"strategy_seed", "x", "allowed: an integer"}}) {
+    json edited = summary;
+    edited[field] = value;
+    write_text(run / "summary.json", edited.dump(1));
+    expect_refused({"export", run.string()}, {"summary.json", field + " is ", allowed}, run);
+  }
   EXPECT_FALSE(fs::exists(run / "convtune_dispatch.h"));
   EXPECT_FALSE(fs::exists(run / "t4.json"));
 }

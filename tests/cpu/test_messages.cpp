@@ -451,17 +451,15 @@ TEST(RecordsMessages, AFieldOfTheWrongKindIsNamedWithWhatItMustBe) {
   EXPECT_EQ(records_error("profile", {"{" + kRecord + R"(, "time_ms": 2})"}), "");  // a profile line: no time block
 }
 
-TEST(RecordsMessages, LinesThatAreNotRecordsAreSetAsideWithTheirNumbers) {
-  std::vector<std::string> problems;
-  // Each of the three keys missing in turn, and a line that is no object.
-  EXPECT_EQ(records_error("aside", {"{" + kRecord + R"(, "time": {"median_ms": 1}})", "", R"({"candidate": "c", "status": "ok"})",
-                                    "[1, 2]", R"({"problem_key": "p", "candidate": "c"})", R"({"problem_key": "p", "status": "ok"})"},
-                          &problems),
-            "");
-  EXPECT_EQ(problems, (std::vector<std::string>{"FILE:3: not a record (needs problem_key, candidate, status)",
-                                                "FILE:4: not a record (needs problem_key, candidate, status)",
-                                                "FILE:5: not a record (needs problem_key, candidate, status)",
-                                                "FILE:6: not a record (needs problem_key, candidate, status)"}));
+// A line of JSON that is no record (hand-edited, or not convtune's) is refused naming its line: a reader that
+// set it aside would export a table without it. Each of the three keys missing in turn, and a line that is no object.
+TEST(RecordsMessages, LinesThatAreNotRecordsAreRefusedWithTheirNumbers) {
+  const std::string good = "{" + kRecord + R"(, "time": {"median_ms": 1}})";
+  for (const std::string line : {R"({"candidate": "c", "status": "ok"})", "[1, 2]", R"({"problem_key": "p", "candidate": "c"})",
+                                 R"({"problem_key": "p", "status": "ok"})"})
+    EXPECT_EQ(records_error("aside", {good, "", line}),
+              "FILE:3: not a record; allowed: an object with problem_key, candidate and status")
+        << line;
 }
 
 TEST(RecordsMessages, AMissingOrPackedRecordsFileIsNamed) {

@@ -49,6 +49,31 @@ TEST(Records, RoundTripAndATornLastLine) {
   EXPECT_THROW(read_records(d / "missing.jsonl"), std::exception);
 }
 
+// A torn line in the middle (a crash, then a resumed sweep appending after it) is skipped with a warning; a
+// line convtune did not write (hand-edited) is refused naming its file and line, since a reader that skipped it
+// would export a table without that record.
+TEST(Records, ATornLineIsSkippedAndAnEditedLineIsRefused) {
+  const fs::path d = test::fresh_temp_dir("test-records-middle");
+  {
+    RecordWriter w(d / "records.jsonl");
+    w.append(record("p", "conv2d.a", 1, "ok", 1.0));
+  }
+  std::ofstream(d / "records.jsonl", std::ios::app) << R"({"problem_key": "p", "time": {"median_ms": tr)";
+  RecordWriter(d / "records.jsonl").append(record("p", "conv2d.a", 2, "ok", 2.0));  // starts a new line
+  const auto read = read_records(d / "records.jsonl");
+  EXPECT_EQ(read.records.size(), 2u);
+  ASSERT_EQ(read.problems.size(), 1u);
+  EXPECT_NE(read.problems[0].find("records.jsonl:2:"), std::string::npos) << read.problems[0];
+  for (const std::string edited : {R"({"problem_key": "p",, "candidate": "x", "status": "ok"})", "garbage",
+                                   R"({"problem_key": "p", "status": "ok"})", "[1, 2]"}) {
+    std::ofstream(d / "edited.jsonl") << record("p", "conv2d.a", 1, "ok", 1.0).dump() << "\n" << edited << "\n"
+                                      << record("p", "conv2d.a", 2, "ok", 2.0).dump() << "\n";
+    const std::string error = test::input_error([&] { read_records(d / "edited.jsonl"); });
+    EXPECT_NE(error.find("edited.jsonl:2: not "), std::string::npos) << edited << ": " << error;
+  }
+  fs::remove_all(d);
+}
+
 TEST(Records, AnInflightCandidateIsRecordedOnceAfterACrash) {
   const fs::path d = test::fresh_temp_dir("test-inflight");
   json skeleton = record("p", "conv2d.a", 7, "ok", 0);

@@ -338,7 +338,15 @@ TEST(MergeRules, RefusesShardsOfAnotherDriverSchemaOrShardCount) {
   };
   refused_for([](json& s) { s["device"]["driver_version"] = s["device"].value("driver_version", 0) + 10; },
               "device.driver_version");
-  refused_for([](json& s) { s["schema"] = 2; }, "schema");
+  {  // a schema this convtune does not read is refused as such, before the shards are compared
+    json other = original;
+    other["schema"] = 2;
+    write_json_atomically(shards[1] / "summary.json", other);
+    std::ostringstream log;
+    const std::string message = test::input_error([&] { merge_runs(shards, root / "out-schema", {}, log); });
+    EXPECT_TRUE(contains(message, "schema is 2; allowed: 1")) << message;
+    EXPECT_FALSE(fs::exists(root / "out-schema"));
+  }
   refused_for([](json& s) { s["shard"] = Shard{1, 3}.to_json(); }, "shard.count");
   write_json_atomically(shards[1] / "summary.json", original);
   std::ostringstream log;
