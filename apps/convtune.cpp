@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <cctype>
 #include <set>
@@ -720,7 +721,8 @@ int main(int argc, char** argv) {
   sweep->add_option("--resume", sf.resume, "finish an interrupted run folder");
   sweep->add_option("--results", sf.results, "root folder for run folders");
   sweep->add_flag("--hot", sf.hot, "do not flush L2 before each sample");
-  sweep->add_option("--seed", sf.seed, "seed of the random inputs (default: from the clock)");
+  sweep->add_option("--seed", sf.seed, "seed of the random inputs, 1 or more (default, or 0: from the clock)")
+      ->check(CLI::Range(uint64_t(0), uint64_t(std::numeric_limits<int64_t>::max())));
   sweep->add_flag("--in-process", sf.in_process, "no worker process: a crashing candidate ends the sweep");
   sweep->add_flag("--quiet", sf.quiet, "no progress lines");
   sweep->add_flag("--plot", sf.plot, "draw the plots and the report at the end (python3 + matplotlib)");

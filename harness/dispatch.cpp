@@ -708,6 +708,9 @@ void attach_training(std::vector<RunTable>& runs, const std::vector<std::filesys
     if (run == runs.end())
       throw InputError("export --train " + folder.string() + ": device.name is '" + model +
                        "'; allowed: the GPU models of the runs exported, " + models);
+    std::error_code ignored;
+    if (std::filesystem::equivalent(folder, run->folder, ignored))  // its records would count twice
+      throw InputError("export --train " + folder.string() + ": the run itself; allowed: other runs of its GPU model");
     run->training.insert(run->training.end(), t.records.begin(), t.records.end());
   }
 }

@@ -143,6 +143,8 @@ Config parse_config(const std::string& text, const std::string& where) {
     if (eq == std::string::npos || eq == 0)
       throw InputError(where + ": '" + item + "' is not name=value (expected e.g. tile_x=32,tile_y=8)");
     std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    if (cfg.contains(name))  // which one was meant cannot be told
+      throw InputError(where + ": " + name + " given twice; allowed: each name once");
     try {
       size_t used = 0;
       long long n = std::stoll(value, &used);

@@ -58,7 +58,12 @@ static std::vector<int64_t> expand_dim(const json& v, const std::string& where) 
 std::vector<Problem> expand_problems(const json& entry, const std::string& where) {
   if (!entry.is_object() || !entry.contains("family") || !entry["family"].is_string())
     throw InputError(where + ".family: missing; allowed: " + FamilyRegistry::instance().names_joined());
-  const std::string family = find_family(entry["family"].get<std::string>()).name();
+  std::string family;
+  try {
+    family = find_family(entry["family"].get<std::string>()).name();
+  } catch (const InputError& e) {  // "unknown family ...": which entry
+    throw InputError(where + ".family: " + e.what());
+  }
   std::vector<std::map<std::string, int64_t>> shapes(1);
   for (const auto& [k, v] : entry.items()) {
     if (k == "family") continue;
@@ -111,14 +116,17 @@ SweepSpec SweepSpec::parse(const json& j) {
   if (j.contains("plugins")) load_spec_plugins(j["plugins"]);  // before the variants are matched
   SweepSpec s;
   s.source = j;
-  if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
-    throw InputError("spec.name: missing; a short name for the run folder, e.g. \"conv2d\"");
+  if (!j.contains("name")) throw InputError("spec.name: missing; a short name for the run folder, e.g. \"conv2d\"");
+  if (!j["name"].is_string() || j["name"].get<std::string>().empty())
+    throw InputError("spec.name: " + j["name"].dump() + "; allowed: a short name for the run folder, e.g. \"conv2d\"");
   s.name = j["name"].get<std::string>();
   for (char c : s.name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
       throw InputError("spec.name: '" + s.name + "' may hold only letters, digits, '-' and '_'");
-  if (!j.contains("problems") || !j["problems"].is_array() || j["problems"].empty())
-    throw InputError("spec.problems: missing; a list of {\"family\": ..., dims...}");
+  if (!j.contains("problems")) throw InputError("spec.problems: missing; a list of {\"family\": ..., dims...}");
+  if (!j["problems"].is_array() || j["problems"].empty())
+    throw InputError("spec.problems: " + j["problems"].dump().substr(0, 60) +
+                     "; allowed: a non-empty list of {\"family\": ..., dims...}");
   std::set<std::string> keys;  // a shape listed twice (a repeated value, overlapping grids) is measured once
   for (size_t i = 0; i < j["problems"].size(); ++i)
     for (auto& p : expand_problems(j["problems"][i], "spec.problems[" + std::to_string(i) + "]"))

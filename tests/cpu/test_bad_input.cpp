@@ -255,6 +255,12 @@ TEST_F(BadInput, CheckDispatchNamesATableOfTheWrongShape) {
   }
 }
 
+TEST_F(BadInput, ExportRefusesTheRunItselfAsItsOwnTraining) {
+  const fs::path run = run_copy("train-itself");
+  expect_refused({"export", run.string(), "--train", run.string()}, {"--train", "the run itself"}, run);
+  expect_refused({"sweep", (kSource / "sweeps/smoke.json").string(), "--dry-run", "--seed", "-1"}, {"--seed"});
+}
+
 TEST_F(BadInput, ExportOfAGoodCopyStillWritesItsThreeFiles) {
   const fs::path run = run_copy("good");
   const CliResult r = convtune_cli({"export", run.string()}, scratch_);

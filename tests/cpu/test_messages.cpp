@@ -153,7 +153,7 @@ TEST(SpecMessages, AProblemEntryWithoutAFamilyNamesTheFamilies) {
   EXPECT_EQ(problems_error({{"h", 8}}), want);
   EXPECT_EQ(problems_error({{"family", 3}}), want);
   EXPECT_EQ(problems_error(json::array({1})), want);
-  EXPECT_EQ(problems_error({{"family", "conv3d"}}), "unknown family 'conv3d'; allowed: " + kFamilies);
+  EXPECT_EQ(problems_error({{"family", "conv3d"}}), "spec.problems[0].family: unknown family 'conv3d'; allowed: " + kFamilies);
 }
 
 // ---- spec.cpp: the spec's fields ---------------------------------------------------------------------------
@@ -164,18 +164,18 @@ TEST(SpecMessages, TheSpecsFieldsAreNamedWithWhatTheyTake) {
             "spec.problem: unknown field; allowed: name, description, problems, variants, params, strategy, budget, "
             "measure, plugins");
   json unnamed = spec_with("name", "");
-  EXPECT_EQ(spec_error(unnamed), "spec.name: missing; a short name for the run folder, e.g. \"conv2d\"");
+  EXPECT_EQ(spec_error(unnamed), "spec.name: \"\"; allowed: a short name for the run folder, e.g. \"conv2d\"");
   unnamed.erase("name");
   EXPECT_EQ(spec_error(unnamed), "spec.name: missing; a short name for the run folder, e.g. \"conv2d\"");
-  EXPECT_EQ(spec_error(spec_with("name", 7)), "spec.name: missing; a short name for the run folder, e.g. \"conv2d\"");
+  EXPECT_EQ(spec_error(spec_with("name", 7)), "spec.name: 7; allowed: a short name for the run folder, e.g. \"conv2d\"");
   EXPECT_EQ(spec_error(spec_with("name", "a b")), "spec.name: 'a b' may hold only letters, digits, '-' and '_'");
   EXPECT_EQ(spec_error(spec_with("name", "Run-2_b")), "accepted");
-  const std::string problems = "spec.problems: missing; a list of {\"family\": ..., dims...}";
-  EXPECT_EQ(spec_error(spec_with("problems", json::array())), problems);
-  EXPECT_EQ(spec_error(spec_with("problems", {{"family", "conv2d"}})), problems);
+  const std::string allowed = "; allowed: a non-empty list of {\"family\": ..., dims...}";
+  EXPECT_EQ(spec_error(spec_with("problems", json::array())), "spec.problems: []" + allowed);
+  EXPECT_EQ(spec_error(spec_with("problems", {{"family", "conv2d"}})), "spec.problems: {\"family\":\"conv2d\"}" + allowed);
   json no_problems = spec_with("name", "t");
   no_problems.erase("problems");
-  EXPECT_EQ(spec_error(no_problems), problems);
+  EXPECT_EQ(spec_error(no_problems), "spec.problems: missing; a list of {\"family\": ..., dims...}");
   EXPECT_EQ(spec_error(spec_with("description", 3)), "accepted");  // free text, not read
 }
 
@@ -387,6 +387,8 @@ TEST(ParamsMessages, RestrictionsAndConfigsNameTheParameterAndItsValues) {
             "--config: '=3' is not name=value (expected e.g. tile_x=32,tile_y=8)");
   EXPECT_EQ(test::input_error([&] { parse_config("tile=8,dir", "--config"); }),
             "--config: 'dir' is not name=value (expected e.g. tile_x=32,tile_y=8)");
+  EXPECT_EQ(test::input_error([&] { parse_config("tile=8,dir=x,tile=16", "--config"); }),
+            "--config: tile given twice; allowed: each name once");
 }
 
 TEST(ParamsMessages, ASpaceEnumeratesEveryPointLastParameterFastest) {
