@@ -275,6 +275,10 @@ int cmd_best(const std::string& folder, bool as_json) {
   auto read = read_records(std::filesystem::path(folder) / "records.jsonl");
   for (const auto& p : read.problems) std::cerr << "warning: skipping unreadable record " << p << "\n";
   const auto choices = select_best(read.records);
+  if (choices.empty()) {  // with --json too: an empty list is no answer
+    std::cerr << "no ok records in " << folder << "\n";
+    return 1;
+  }
   const auto profiles = read_profiles(folder);
   const CandidatesMeasured measured = candidates_measured(read.records);
   auto profile_of = [&](const json& rec) {
@@ -462,6 +466,10 @@ int cmd_replay(const std::string& folder, const std::string& strategies, int tri
   require_exhaustive_run(folder);
   auto read = read_records(std::filesystem::path(folder) / "records.jsonl");
   for (const auto& p : read.problems) std::cerr << "warning: skipping unreadable record " << p << "\n";
+  if (select_best(read.records).empty()) {
+    std::cerr << "no ok records in " << folder << "\n";
+    return 1;
+  }
   const auto results = replay_strategies(read.records, names, trials, budget);
   if (as_json) {
     json out = json::array();

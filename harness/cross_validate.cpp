@@ -67,6 +67,10 @@ double best_of_candidates(const json& table, const std::string& family, const st
 json cross_validate(const json& summary, const std::vector<json>& records, int folds) {
   if (folds < 2) throw InputError("--folds " + std::to_string(folds) + ": allowed: 2 or more");
   const auto times = times_by_problem(records);
+  const auto measured = std::count_if(times.begin(), times.end(), [](const auto& t) { return !t.second.ms.empty(); });
+  if (measured < 2)
+    throw InputError("--cross-validate: " + std::to_string(measured) + " problem(s) with ok records; allowed: "
+                     "runs with two or more (each is judged by a table made from the others)");
   const auto fold_of = assign_folds(records, folds);
   const json device = summary.value("device", json::object());
   const DeviceInfo dev = DeviceInfo::from_json(device);

@@ -261,6 +261,17 @@ TEST_F(BadInput, ExportRefusesTheRunItselfAsItsOwnTraining) {
   expect_refused({"sweep", (kSource / "sweeps/smoke.json").string(), "--dry-run", "--seed", "-1"}, {"--seed"});
 }
 
+// A run with no records is no answer: best (with --json too) and replay say so and fail, cross-validation
+// refuses it as input.
+TEST_F(BadInput, ARunWithoutRecordsIsNoAnswer) {
+  const fs::path run = run_copy("empty");
+  write_text(run / "records.jsonl", "");
+  expect_refused({"best", run.string(), "--json"}, {"no ok records"}, run, 1);
+  expect_refused({"best", run.string()}, {"no ok records"}, run, 1);
+  expect_refused({"replay", run.string()}, {"no ok records"}, run, 1);
+  expect_refused({"check-dispatch", "--cross-validate", run.string()}, {"--cross-validate", "0 problem(s)"}, run);
+}
+
 TEST_F(BadInput, ExportOfAGoodCopyStillWritesItsThreeFiles) {
   const fs::path run = run_copy("good");
   const CliResult r = convtune_cli({"export", run.string()}, scratch_);
