@@ -55,7 +55,10 @@ double best_of_candidates(const json& table, const std::string& family, const st
   const json* model = table.contains("model") ? &table["model"]["families"] : nullptr;
   if (!model || !model->contains(family)) return 0;
   double fastest = 0;
-  for (const json& c : (*model)[family].at("candidates")) {
+  const json& candidates = (*model)[family].at("candidates");
+  const size_t lookup = (*model)[family].value("lookup_candidates", size_t(0));  // what the lookup chooses among
+  for (size_t i = 0; i < candidates.size() && (lookup == 0 || i < lookup); ++i) {
+    const json& c = candidates[i];
     const auto it = ms.find(c.at("candidate").get<std::string>());
     if (it != ms.end()) fastest = fastest == 0 ? it->second : std::min(fastest, it->second);
   }

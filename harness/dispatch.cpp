@@ -377,7 +377,7 @@ std::vector<json> tuning_shortlist(const DispatchTable::Pick& t, const Problem& 
     // algorithm (e.g. FFT on a large filter it was never trained near), timing still finds it.
     std::vector<int> order(size_t(m.candidate_count));
     const int n = rules::rank_by_model(m, *f, dims.data(), dev ? runs_here : nullptr, &check, order.data(), nullptr,
-                                       m.candidate_count);
+                                       m.candidate_count, m.candidate_count);  // all: the lookup's and the rest
     std::set<std::string> variants;
     for (int i = 0; i < n; ++i) {
       const rules::Entry& c = m.candidates[order[size_t(i)]];
@@ -471,7 +471,7 @@ std::string header_model(std::ostringstream& o, const rules::Model& m, int nodes
          k + "Nodes, " + k + "Roots, " + std::to_string(m.tree_count) + ", " + k + "Candidates, " +
          std::to_string(m.candidate_count) + ", " + k + "CandidateFeatures, " + std::to_string(m.depth) + ", " + k +
          "Quantities, " + std::to_string(m.quantity_count) + ", " + k + "Traits, " + std::to_string(m.trait_count) + ", " +
-         std::to_string(m.sms) + "}";
+         std::to_string(m.sms) + ", " + std::to_string(m.lookup_count) + "}";
 }
 
 // One table's arrays, kTable and select(). In a fleet header each table is a namespace of its own.

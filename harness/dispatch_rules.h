@@ -105,7 +105,15 @@ struct Model {
   const char* const* traits;
   int trait_count;
   int sms;
+  // The lookup's candidates: the first lookup_count (0: all). First-use tuning ranks them all: more configs to
+  // time from, at no cost to a lookup's tree walks.
+  int lookup_count;
 };
+
+// How many of m's candidates a lookup ranks.
+inline int lookup_candidates(const Model& m) {
+  return m.lookup_count > 0 && m.lookup_count < m.candidate_count ? m.lookup_count : m.candidate_count;
+}
 
 // constraint[i]: entries equal in dim i are preferred by the nearest rule (compile-time in kernels);
 // required[i]: an entry that differs in dim i is never used (it decides what a config may do, e.g. TF32 math).
@@ -314,11 +322,13 @@ inline int take_lowest(const Key* keys, int n, bool* taken, int* out, int k, Run
 
 constexpr int kMaxCandidates = 256;  // a model's candidates
 
-// The model's k lowest predictions among the candidates that can run, best first: their indices into
-// m.candidates in `out` (and the predictions in `predicted`, if given). Returns how many (<= k).
+// The model's k lowest predictions among the first `considered` candidates (-1: the lookup's) that can run,
+// best first: their indices into m.candidates in `out` (and the predictions in `predicted`, if given).
+// Returns how many (<= k).
 inline int rank_by_model(const Model& m, const FamilyInfo& f, const int64_t* dims, CanRun check, void* context,
-                         int* out, float* predicted, int k) {
-  if (feature_count(m, f) > kMaxFeatures || m.candidate_count > kMaxCandidates || m.quantity_count > kMaxQuantities)
+                         int* out, float* predicted, int k, int considered = -1) {
+  const int count = considered < 0 || considered > m.candidate_count ? lookup_candidates(m) : considered;
+  if (feature_count(m, f) > kMaxFeatures || count > kMaxCandidates || m.quantity_count > kMaxQuantities)
     return 0;
   float x[kWalkTogether][kMaxFeatures], y[kMaxCandidates];  // (32 KiB of stack: features a few rows at a time)
   bool taken[kMaxCandidates] = {};
@@ -327,13 +337,13 @@ inline int rank_by_model(const Model& m, const FamilyInfo& f, const int64_t* dim
   log_dims_of(f, dims, log_dims);
   quantity_values(m, dims, quantities);
   quantity_tiles(m, tiles);
-  for (int first = 0; first < m.candidate_count; first += kWalkTogether) {
-    const int n = std::min(kWalkTogether, m.candidate_count - first);
+  for (int first = 0; first < count; first += kWalkTogether) {
+    const int n = std::min(kWalkTogether, count - first);
     for (int c = 0; c < n; ++c)
       features(m, f, log_dims, quantities, tiles, m.candidate_features + (first + c) * static_feature_count(m), x[c]);
     predict_rows(m, x, n, y + first);
   }
-  const int n = take_lowest(y, m.candidate_count, taken, out, k,
+  const int n = take_lowest(y, count, taken, out, k,
                             [&](int c) { return can_run(check, context, m.candidates[c], dims); });
   if (predicted)
     for (int j = 0; j < n; ++j) predicted[j] = y[out[j]];

@@ -296,6 +296,11 @@ rules::Model compile_model(DispatchTable& t, CompiledTable& c, const rules::Fami
                        std::to_string(rules::kMaxCandidates));
     out.candidates = cands.data();
     out.candidate_count = int(cands.size());
+    const json lookup = m.value("lookup_candidates", json(0));  // tables before it: every candidate is the lookup's
+    if (!lookup.is_number_integer() || lookup.get<int64_t>() < 0 || lookup.get<int64_t>() > out.candidate_count)
+      throw InputError(where + ": lookup_candidates is " + lookup.dump() + "; allowed: 0 to the " +
+                       std::to_string(out.candidate_count) + " candidates");
+    out.lookup_count = lookup.get<int>();
     std::vector<float>& statics = c.feature_lists.emplace_back(cands.size() * size_t(rules::static_feature_count(out)));
     size_t i = 0;
     for (const json& cand : m.at("candidates")) {

@@ -61,8 +61,10 @@ const std::vector<OptionRule>& option_rules() {
       {"depth", 1, 20, false, true, "an integer 1 to 20", [](ModelOptions& o, double v) { o.depth = int(v); }},
       {"eta", 0, 1, true, false, "a number in (0, 1]", [](ModelOptions& o, double v) { o.eta = v; }},
       {"clip", 0, 100, true, false, "a number in (0, 100]", [](ModelOptions& o, double v) { o.clip = v; }},
-      {"max_candidates", 1, 1000, false, true, "an integer 1 to 1000",
+      {"max_candidates", 1, 256, false, true, "an integer 1 to 256",
        [](ModelOptions& o, double v) { o.max_candidates = size_t(v); }},
+      {"tune_candidates", 0, 256, false, true, "an integer 0 to 256",
+       [](ModelOptions& o, double v) { o.tune_candidates = size_t(v); }},
       {"near_weight", 0, 1000, true, false, "a number in (0, 1000]", [](ModelOptions& o, double v) { o.near_weight = v; }},
       {"relative", 0, 1, false, true, "0 or 1", [](ModelOptions& o, double v) { o.relative = v != 0; }},
       {"within", 1, 10, true, false, "a number in (1, 10]", [](ModelOptions& o, double v) { o.within = v; }},
@@ -177,7 +179,7 @@ std::map<std::string, FamilyData> training_records(const std::vector<json>& reco
 // one that failed on a training shape (cuDNN's winograd_nonfused misses strict fp32's tolerance at 5x5 on
 // some shapes and passes on others: on a shape nobody verified it could be either).
 std::vector<json> model_candidates(const json& table, const std::string& family, const FamilyData& data, size_t cap,
-                                   size_t cover) {
+                                   size_t cover, size_t tune_cap) {
   std::map<std::string, json> named;
   auto add = [&](const json& c) {
     const json config = c.value("config", json::object());
@@ -227,8 +229,8 @@ std::vector<json> model_candidates(const json& table, const std::string& family,
     by_count = cover_order(library_names, by_count, near_problems, cap > libraries ? cap - libraries : 0, cover);
     for (size_t i = libraries; i < ranked.size(); ++i) ranked[i].second = by_count[i - libraries];
   }
-  std::vector<json> out;
-  for (size_t i = 0; i < ranked.size() && i < cap; ++i) {
+  std::vector<json> out;  // the first `cap` the lookup's; up to tune_cap by count after them, first-use tuning's
+  for (size_t i = 0; i < ranked.size() && i < std::max(cap, tune_cap); ++i) {
     json c = named[ranked[i].second];
     const auto traits = traits_of(c.at("variant").get<std::string>(), c.at("config"));
     if (!traits.empty()) c["traits"] = json(std::map<std::string, int64_t>(traits.begin(), traits.end()));
@@ -467,9 +469,10 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
     auto it = best.find(key.first);
     if (it == best.end() || t < it->second) best[key.first] = t;
   }
-  const std::vector<json> candidates = model_candidates(table, family, data, o.max_candidates, o.cover);
-  std::set<std::string> candidate_names;
-  for (const json& c : candidates) candidate_names.insert(c.at("candidate").get<std::string>());
+  const std::vector<json> candidates = model_candidates(table, family, data, o.max_candidates, o.cover, o.tune_candidates);
+  std::set<std::string> candidate_names;  // the lookup's
+  for (size_t c = 0; c < candidates.size() && c < o.max_candidates; ++c)
+    candidate_names.insert(candidates[c].at("candidate").get<std::string>());
   size_t i = 0;
   for (const auto& [key, r] : data.latest) {  // sorted by (problem, candidate): any record order, same rows
     const double t = targets[i++], b = best[key.first];
@@ -506,6 +509,7 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
                    {"eta", o.eta}, {"clip", o.clip}, {"near_weight", o.near_weight}, {"relative", o.relative},
                    {"within", o.within}, {"mix", o.mix}, {"cover", o.cover}, {"gamma", o.gamma}}}};
   if (!o.others) model["fit"]["others"] = false;  // fits made before the option read the same
+  if (candidates.size() > o.max_candidates) model["lookup_candidates"] = o.max_candidates;
   for (const auto& [name, value, plain] : {std::tuple{"colsample", o.colsample, 1.0}, {"subsample", o.subsample, 1.0},
                                            {"min_child", o.min_child, 1.0}, {"lambda", o.lambda, 1.0}})
     if (value != plain) model["fit"][name] = value;

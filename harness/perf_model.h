@@ -30,6 +30,10 @@ struct ModelOptions {
   double colsample = 1, subsample = 1, min_child = 1, lambda = 1;
   double clip = 3.0;     // targets over log2(best) + clip are clipped: 8x slower than the best is slow enough
   size_t max_candidates = 32;  // what the model chooses among, per family (the lookup's cost grows with it)
+  // How many candidates the table lists for first-use tuning, the lookup's first (more configs to time from,
+  // at no cost to a lookup): in cross-validation over the ten H200 layer runs 64 brought tuning within 1.05x
+  // of the best from 177 / 175 / 171 to 180 / 179 / 174 of 180 shapes (docs/DISPATCH.md, 2026-11-29).
+  size_t tune_candidates = 64;
   // The non-library candidates: by how many training problems each is within 1.10x of the best on (configs
   // that hold on many shapes, unseen ones too), but the last `cover` of the slots go, greedily, to those that
   // bring the most problems within 1.10x that no candidate kept before did (configs winning on rare kinds of

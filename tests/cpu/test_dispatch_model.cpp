@@ -170,6 +170,7 @@ TEST(DispatchModel, ReservedSlotsChangeWhichCandidatesAFitKeeps) {
     o.rounds = 1;  // the candidates do not depend on the trees
     o.depth = 1;
     o.max_candidates = 8;
+    o.tune_candidates = 0;  // the lookup's alone
     o.cover = cover;
     std::vector<std::string> names;
     bool libraries_first = true, seen_own = false;
@@ -187,8 +188,31 @@ TEST(DispatchModel, ReservedSlotsChangeWhichCandidatesAFitKeeps) {
   EXPECT_NE(kept(0), kept(4));
 }
 
-// others = false: the model trains on its candidates' rows only, one a (problem, candidate) that has an ok
-// full-fidelity record; the default trains on every such row.
+// tune_candidates lists more candidates after the lookup's, for first-use tuning: the lookup's are the same
+// ones in the same order, the table says how many they are, and the rules rank only them for a lookup.
+TEST(DispatchModel, TuningCandidatesFollowTheLookupsUnchanged) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const Shipped& s = shipped();
+  const std::vector<json> conv2d = shipped_records_of("conv2d");
+  auto fit = [&](size_t tune) {
+    ModelOptions o;
+    o.rounds = 1;
+    o.depth = 1;
+    o.max_candidates = 8;
+    o.tune_candidates = tune;
+    return fit_models(s.table, conv2d, o)["families"]["conv2d"];
+  };
+  const json lookup_only = fit(0), longer = fit(24);
+  EXPECT_FALSE(lookup_only.contains("lookup_candidates"));
+  ASSERT_EQ(lookup_only["candidates"].size(), 8u);
+  ASSERT_GT(longer["candidates"].size(), 8u);
+  EXPECT_LE(longer["candidates"].size(), 24u);
+  EXPECT_EQ(longer["lookup_candidates"], 8);
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(longer["candidates"][i], lookup_only["candidates"][i]) << i;
+}
+
+// others = false: the model trains on the lookup's candidates' rows only, one a (problem, candidate) that has
+// an ok full-fidelity record; the default trains on every such row.
 TEST(DispatchModel, OthersFalseTrainsOnTheCandidatesRowsOnly) {
   if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
   const Shipped& s = shipped();
@@ -200,8 +224,9 @@ TEST(DispatchModel, OthersFalseTrainsOnTheCandidatesRowsOnly) {
   const json all = fit_models(s.table, conv2d, o);
   o.others = false;
   const json only = fit_models(s.table, conv2d, o);
-  std::set<std::string> names;
-  for (const json& c : only["families"]["conv2d"]["candidates"]) names.insert(c["candidate"].get<std::string>());
+  std::set<std::string> names;  // the lookup's candidates (those listed for first-use tuning only are not trained on)
+  const json& listed = only["families"]["conv2d"]["candidates"];
+  for (size_t i = 0; i < listed.size() && i < o.max_candidates; ++i) names.insert(listed[i]["candidate"].get<std::string>());
   std::set<std::pair<std::string, std::string>> every, of_candidates;
   for (const json& r : conv2d) {
     if (r.value("status", "") != "ok" || !r.contains("time") || r.value("fidelity", "full") == "brief") continue;
@@ -258,7 +283,14 @@ TEST(DispatchModel, ModelLookupNeverReturnsWhatCannotRun) {
   const OnDevice on;
   const DeviceInfo& dev = on.dev;
   const auto& pick = on.pick;
-  int model_rule = 0;
+  int model_rule = 0, tuning_beyond_lookup = 0;
+  // Each family's candidates by name: their place in the list, and how many the lookup ranks.
+  std::map<std::string, std::map<std::string, size_t>> place;
+  std::map<std::string, size_t> lookup_count;
+  for (const auto& [family, m] : t.at("model").at("families").items()) {
+    for (size_t i = 0; i < m.at("candidates").size(); ++i) place[family][m["candidates"][i]["candidate"]] = i;
+    lookup_count[family] = m.value("lookup_candidates", m.at("candidates").size());
+  }
   for (const Problem& p : random_shapes(t, 40, 7)) {
     const Lookup l = lookup(pick, p, &dev);
     EXPECT_TRUE(candidate_can_run(l.entry, p, dev)) << p.key() << " -> " << l.entry["candidate"];
@@ -266,10 +298,16 @@ TEST(DispatchModel, ModelLookupNeverReturnsWhatCannotRun) {
     // A ratio to the best (trained on ratios >= 1), plus a tenth of the classifier's margin (in log2 units):
     // unscaled, the margin alone would put it near 2^-5.
     if (l.rule == "model") EXPECT_GT(l.predicted_ratio, 0.5) << p.key();
-    for (const json& c : tuning_shortlist(pick, p, &dev))
+    if (l.rule == "model")  // the lookup ranks only the lookup's candidates
+      EXPECT_LT(place[p.family].at(l.entry["candidate"].get<std::string>()), lookup_count[p.family]) << p.key();
+    for (const json& c : tuning_shortlist(pick, p, &dev)) {
       EXPECT_TRUE(candidate_can_run(c, p, dev)) << p.key() << " shortlist " << c["candidate"];
+      const auto at = place[p.family].find(c["candidate"].get<std::string>());
+      tuning_beyond_lookup += at != place[p.family].end() && at->second >= lookup_count[p.family];
+    }
   }
   EXPECT_GT(model_rule, 100);
+  EXPECT_GT(tuning_beyond_lookup, 0);  // first-use tuning draws on the candidates after the lookup's
 }
 
 // CONVTUNE_TUNE_TOP sets how many of the model's candidates first-use tuning times: more of them with the

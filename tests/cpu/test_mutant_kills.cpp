@@ -285,7 +285,7 @@ TEST(MutantKills, ModelOptionsReadEveryItemOfTheList) {
            {"rounds=-1", "rounds an integer 1 to 10000"}, {"rounds=5x", "rounds an integer 1 to 10000"},
            {"rounds=2.5", "rounds an integer 1 to 10000"}, {"eta=-1", "eta a number in (0, 1]"},
            {"eta=nan", "eta a number in (0, 1]"}, {"clip=nan", "clip a number in (0, 100]"},
-           {"max_candidates=0", "max_candidates an integer 1 to 1000"}, {"near_weight=-1", "near_weight a number in (0, 1000]"},
+           {"max_candidates=0", "max_candidates an integer 1 to 256"}, {"tune_candidates=300", "tune_candidates an integer 0 to 256"}, {"near_weight=-1", "near_weight a number in (0, 1000]"},
            {"mix=nan", "mix a number in [0, 100]"}, {"within=1", "within a number in (1, 10]"},
            {"cover=-1", "cover an integer 0 to 1000"}, {"gamma=-1", "gamma a number in [0, 1e6]"},
            {"gamma=inf", "gamma a number in [0, 1e6]"}, {"colsample=0", "colsample a number in (0, 1]"},
