@@ -461,6 +461,11 @@ TEST(DispatchModel, CorruptQuantitiesAndTraitsAreRefusedNamingThem) {
       if (c.contains("traits")) c["traits"]["gemm_q"] = 4;
   });
   EXPECT_TRUE(contains(trait, "trait 'gemm_q'")) << trait;
+  EXPECT_EQ(fwd["lookup_candidates"], 32);  // the lookup's, of the listed 64 (the rest for first-use tuning)
+  for (const json& bad : {json(-1), json("32"), json(fwd["candidates"].size() + 1)}) {
+    const std::string lookup = refusal([&](json& m) { m["lookup_candidates"] = bad; });
+    EXPECT_TRUE(contains(lookup, "lookup_candidates is " + bad.dump() + "; allowed: 0 to the")) << lookup;
+  }
 }
 
 // What the quantities add to a candidate's features, on a hand-made model: one quantity of 1000 (a program
