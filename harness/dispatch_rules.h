@@ -327,7 +327,7 @@ constexpr int kMaxCandidates = 256;  // a model's candidates
 // Returns how many (<= k).
 inline int rank_by_model(const Model& m, const FamilyInfo& f, const int64_t* dims, CanRun check, void* context,
                          int* out, float* predicted, int k, int considered = -1) {
-  const int count = considered < 0 || considered > m.candidate_count ? lookup_candidates(m) : considered;
+  const int count = considered < 0 ? lookup_candidates(m) : std::min(considered, m.candidate_count);
   if (feature_count(m, f) > kMaxFeatures || count > kMaxCandidates || m.quantity_count > kMaxQuantities)
     return 0;
   float x[kWalkTogether][kMaxFeatures], y[kMaxCandidates];  // (32 KiB of stack: features a few rows at a time)

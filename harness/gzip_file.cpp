@@ -66,7 +66,11 @@ void write_gzip_file(const std::filesystem::path& path, const std::string& text)
 
 void require_zlib(const std::string&) {}
 
+bool zlib_available() { return true; }
+
 #else
+
+bool zlib_available() { return false; }
 
 void require_zlib(const std::string& instead) {
   throw InputError("this convtune was built without zlib (install zlib1g-dev and rebuild, or " + instead + ")");

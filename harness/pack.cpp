@@ -56,12 +56,12 @@ ConvertedFile convert(const fs::path& from, const fs::path& to, bool compress) {
     if ((compress ? read_gzip_file(tmp) : read_plain_file(tmp)) != text)
       throw std::runtime_error(tmp.string() + " did not read back as " + from.string() + " holds it; " +
                                from.string() + " is left as it was");
+    fs::rename(tmp, to);
   } catch (...) {
     std::error_code ignored;
     fs::remove(tmp, ignored);  // no half-written file is left beside the run's own
     throw;
   }
-  fs::rename(tmp, to);
   sync_to_disk(to.parent_path());
   ConvertedFile out{from, to, fs::file_size(from), fs::file_size(to)};
   fs::remove(from);

@@ -121,12 +121,14 @@ void parse_record_line(const std::string& line, const std::string& where, ReadRe
   try {
     j = json::parse(line);
   } catch (const json::parse_error& e) {
-    if (e.byte >= line.size()) {  // ends early: torn
+    if (e.byte > line.size()) {  // failed at the end of input (counted one past the last byte): torn
       out.problems.push_back(where + ": " + e.what());
       return;
     }
     throw InputError(where + ": not JSON at byte " + std::to_string(e.byte) + "; allowed: one record a line, as "
                      "convtune wrote it (a line cut short by a crash is skipped with a warning)");
+  } catch (const json::exception& e) {  // a number past double's range (1e400), ...
+    throw InputError(where + ": not a record convtune wrote (" + std::string(e.what()) + ")");
   }
   if (!j.is_object() || !j.contains("problem_key") || !j.contains("candidate") || !j.contains("status"))
     throw InputError(where + ": not a record; allowed: an object with problem_key, candidate and status");
@@ -157,7 +159,7 @@ std::string read_whole_file(const std::filesystem::path& path) {
 std::filesystem::path stored_records_file(const std::filesystem::path& path) {
   const auto gz = packed_path(path);
   const bool plain = std::filesystem::exists(path), packed = std::filesystem::exists(gz);
-  if (plain && packed) {  // rare: a pack cut short, then maybe appended to; anything else loses records
+  if (plain && packed && zlib_available()) {  // rare: a pack cut short, then maybe appended to; anything else loses records
     const std::string lines = read_whole_file(path), packed_lines = read_gzip_file(gz);
     if (lines.compare(0, packed_lines.size(), packed_lines) != 0)
       throw InputError(path.string() + " and " + gz.string() + " both exist, and the plain file does not begin with "

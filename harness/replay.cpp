@@ -171,9 +171,13 @@ std::string replay_data_gap(const json& summary) {
     if (v.get<double>() > 0)
       return std::string("spec.budget.") + limit + " is " + v.dump() + ", which may have cut the spaces short";
   }
-  if (summary.value("interrupted", false) == true)
+  const json interrupted = summary.value("interrupted", json(false));
+  if (!interrupted.is_boolean()) return "interrupted is " + interrupted.dump() + ", not true or false";
+  if (interrupted.get<bool>())
     return "interrupted is true: the sweep stopped before it measured every candidate (finish it with convtune sweep "
            "--resume)";
+  if (summary.contains("finished") && summary["finished"].is_null())  // killed before it could say so
+    return "finished is null: the sweep never finished (finish it with convtune sweep --resume)";
   const json shard = summary.value("shard", json::object());
   const json count = shard.is_object() ? shard.value("count", json(1)) : json(1);
   if (count.is_number() && count.get<double>() > 1 && !summary.contains("merge"))

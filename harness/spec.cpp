@@ -36,7 +36,7 @@ static std::vector<int64_t> expand_dim(const json& v, const std::string& where) 
     const uint64_t steps = (uint64_t(b) - uint64_t(a)) / uint64_t(step);
     if (steps > 100000) throw InputError(where + ".range: more than 100000 values");
     std::vector<int64_t> out;
-    for (uint64_t i = 0; i <= steps; ++i) out.push_back(a + int64_t(i) * step);
+    for (uint64_t i = 0; i <= steps; ++i) out.push_back(int64_t(uint64_t(a) + i * uint64_t(step)));  // wraps back in range
     return out;
   }
   if (v.is_object() && v.size() == 1 && v.contains("pow2")) {

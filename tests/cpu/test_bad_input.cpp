@@ -177,6 +177,10 @@ TEST_F(BadInput, ReplayRefusesARunThatWasNotExhaustive) {
   write_text(run / "summary.json", summary.dump(1));
   expect_refused({"replay", run.string()}, {"interrupted is true", "--resume"}, run);
   summary["interrupted"] = false;
+  summary["finished"] = nullptr;  // killed before it could write interrupted
+  write_text(run / "summary.json", summary.dump(1));
+  expect_refused({"replay", run.string()}, {"finished is null", "--resume"}, run);
+  summary["finished"] = "2026-11-23T18:39:51Z";
   summary["shard"] = {{"index", 1}, {"count", 4}};
   write_text(run / "summary.json", summary.dump(1));
   expect_refused({"replay", run.string()}, {"shard", "merge"}, run);

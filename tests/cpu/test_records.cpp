@@ -64,8 +64,11 @@ TEST(Records, ATornLineIsSkippedAndAnEditedLineIsRefused) {
   EXPECT_EQ(read.records.size(), 2u);
   ASSERT_EQ(read.problems.size(), 1u);
   EXPECT_NE(read.problems[0].find("records.jsonl:2:"), std::string::npos) << read.problems[0];
-  for (const std::string edited : {R"({"problem_key": "p",, "candidate": "x", "status": "ok"})", "garbage",
-                                   R"({"problem_key": "p", "status": "ok"})", "[1, 2]"}) {
+  const std::string whole = record("p", "conv2d.a", 3, "ok", 1.0).dump();
+  for (const std::string& edited : std::vector<std::string>{R"({"problem_key": "p",, "candidate": "x", "status": "ok"})", "garbage",
+                                   R"({"problem_key": "p", "status": "ok"})", "[1, 2]",
+                                   whole + "}",  // bad at its last byte: not cut short
+                                   R"({"problem_key": "p", "candidate": "c", "status": "ok", "time": {"median_ms": 1e400}})"}) {
     std::ofstream(d / "edited.jsonl") << record("p", "conv2d.a", 1, "ok", 1.0).dump() << "\n" << edited << "\n"
                                       << record("p", "conv2d.a", 2, "ok", 2.0).dump() << "\n";
     const std::string error = test::input_error([&] { read_records(d / "edited.jsonl"); });
