@@ -23,6 +23,7 @@
 #include "harness/gpu_set.h"
 #include "harness/merge.h"
 #include "harness/pack.h"
+#include "harness/params.h"
 #include "harness/plugin.h"
 #include "harness/plugin_template.h"
 #include "harness/profile.h"
@@ -672,20 +673,20 @@ int cmd_sweep(const std::string& spec_path, const SweepFlags& f, const std::vect
   return rc;
 }
 
-// CLI11's PositiveNumber states its range up to DBL_MAX, 309 digits: the range in words instead.
-CLI::Validator seconds_up_to(double most) {
+// A whole number in (low, high] or [low, high], its range in words: CLI11's own checks pass NaN and state
+// PositiveNumber's range up to DBL_MAX, 309 digits.
+CLI::Validator number_in(double low, bool open_low, double high, const std::string& allowed, const std::string& name) {
   return CLI::Validator(
-      [most](std::string& text) -> std::string {
-        size_t used = 0;
+      [=](std::string& text) -> std::string {
         double v = 0;
-        try {
-          v = std::stod(text, &used);
-        } catch (const std::exception&) {
-        }
-        if (used == text.size() && v > 0 && v <= most) return "";
-        return "'" + text + "' is not allowed; allowed: a number of seconds in (0, " + fixed(most, 0) + "]";
+        if (read_whole_number(text, v) && (open_low ? v > low : v >= low) && v <= high) return "";
+        return "'" + text + "' is not allowed; allowed: " + allowed;
       },
-      "SECONDS");
+      name);
+}
+
+CLI::Validator seconds_up_to(double most) {
+  return number_in(0, true, most, "a number of seconds in (0, " + fixed(most, 0) + "]", "SECONDS");
 }
 
 }  // namespace
@@ -830,17 +831,7 @@ int main(int argc, char** argv) {
   replay->add_option("--strategies", strategies, "comma-separated (default: all)");
   replay->add_option("--trials", trials, "seeds per problem")->check(CLI::Range(1, 10000));
   replay->add_option("--budget", budget, "evaluations allowed, as a fraction of each problem's candidates (0: defaults)")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            size_t used = 0;
-            double v = -1;
-            try {
-              v = std::stod(text, &used);
-            } catch (const std::exception&) {
-            }
-            return used == text.size() && v >= 0 && v <= 1 ? "" : "allowed: a fraction in [0, 1]";  // NaN is not
-          },
-          "FRACTION in [0, 1]"));
+      ->check(number_in(0, false, 1, "a fraction in [0, 1]", "FRACTION in [0, 1]"));
   replay->add_flag("--json", as_json, "print JSON");
 
   std::vector<std::string> pack_folders;

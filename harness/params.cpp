@@ -1,6 +1,7 @@
 #include "harness/params.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "harness/error.h"
 
@@ -129,6 +130,16 @@ json ParamSpace::to_json() const {
   json out = json::array();
   for (const auto& p : params_) out.push_back({{"name", p.name}, {"meaning", p.meaning}, {"values", p.values}});
   return out;
+}
+
+bool read_whole_number(const std::string& text, double& out) {
+  size_t used = 0;
+  try {
+    out = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return used == text.size() && std::isfinite(out);
 }
 
 Config parse_config(const std::string& text, const std::string& where) {

@@ -52,6 +52,8 @@ class ParamSpace {
 
 // "tile_x=32,tile_y=8" -> {"tile_x": 32, "tile_y": 8}; values that are not integers stay strings.
 Config parse_config(const std::string& text, const std::string& where);
+// `text` as a finite number when it is one whole ("5x", "nan", "inf" and "" are not).
+bool read_whole_number(const std::string& text, double& out);
 // {"tile_x": 32, "dir": "y"} -> "dir=y,tile_x=32" (sorted: stable candidate names)
 std::string config_string(const Config& cfg);
 

@@ -20,6 +20,7 @@
 #include "harness/dispatch_table.h"
 #include "harness/error.h"
 #include "harness/family.h"
+#include "harness/params.h"
 #include "harness/records.h"
 #include "harness/variant.h"
 #include "harness/select.h"
@@ -38,13 +39,7 @@ namespace {
 
 // A number that is the whole of `text` (no "5x", no "nan"), within [low, high], open at low where asked.
 bool read_number(const std::string& text, double low, double high, bool open_low, double& out) {
-  size_t used = 0;
-  try {
-    out = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return false;
-  }
-  return used == text.size() && std::isfinite(out) && (open_low ? out > low : out >= low) && out <= high;
+  return read_whole_number(text, out) && (open_low ? out > low : out >= low) && out <= high;
 }
 
 struct OptionRule {

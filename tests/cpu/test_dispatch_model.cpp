@@ -159,6 +159,18 @@ TEST(DispatchModel, CandidatesAreKeptByCountThenByTheProblemsTheyBringNearTheBes
   EXPECT_EQ(cover_order({}, {}, near, 4, 2), std::vector<std::string>{});
 }
 
+// A fit's candidate list, fast: one tree of one level (the candidates do not depend on the trees), the lookup's
+// 8 and `tune` listed in all.
+ModelOptions candidate_list_options(size_t cover, size_t tune) {
+  ModelOptions o;
+  o.rounds = 1;
+  o.depth = 1;
+  o.max_candidates = 8;
+  o.tune_candidates = tune;
+  o.cover = cover;
+  return o;
+}
+
 // The cover in a fit: with slots reserved, the kept candidates differ from those by count alone, libraries
 // still first, never more than max_candidates.
 TEST(DispatchModel, ReservedSlotsChangeWhichCandidatesAFitKeeps) {
@@ -166,12 +178,7 @@ TEST(DispatchModel, ReservedSlotsChangeWhichCandidatesAFitKeeps) {
   const Shipped& s = shipped();
   const std::vector<json> conv2d = shipped_records_of("conv2d");
   auto kept = [&](size_t cover) {
-    ModelOptions o;
-    o.rounds = 1;  // the candidates do not depend on the trees
-    o.depth = 1;
-    o.max_candidates = 8;
-    o.tune_candidates = 0;  // the lookup's alone
-    o.cover = cover;
+    const ModelOptions o = candidate_list_options(cover, 0);  // the lookup's alone
     std::vector<std::string> names;
     bool libraries_first = true, seen_own = false;
     const json fit = fit_models(s.table, conv2d, o);
@@ -195,12 +202,7 @@ TEST(DispatchModel, TuningCandidatesFollowTheLookupsUnchanged) {
   const Shipped& s = shipped();
   const std::vector<json> conv2d = shipped_records_of("conv2d");
   auto fit = [&](size_t tune) {
-    ModelOptions o;
-    o.rounds = 1;
-    o.depth = 1;
-    o.max_candidates = 8;
-    o.tune_candidates = tune;
-    return fit_models(s.table, conv2d, o)["families"]["conv2d"];
+    return fit_models(s.table, conv2d, candidate_list_options(ModelOptions().cover, tune))["families"]["conv2d"];
   };
   const json lookup_only = fit(0), longer = fit(24);
   EXPECT_FALSE(lookup_only.contains("lookup_candidates"));
