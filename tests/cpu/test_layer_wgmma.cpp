@@ -14,6 +14,7 @@
 #include "harness/variant.h"
 #include "variants/layer_common/implicit_gemm.h"
 #include "variants/layer_common/layer_variant.h"
+#include "variants/layer_common/wgmma_gemm.h"
 
 #include "tests/cpu/test_support.h"
 
@@ -292,6 +293,38 @@ TEST(LayerWgmma, TheRecordsCostIsTheResolvedConfigs) {
   const std::vector<JitProgram> programs = v.programs(c128, v.resolve(c128, c, dev));
   ASSERT_EQ(programs.size(), 1u);
   EXPECT_NE(std::find(programs[0].options.begin(), programs[0].options.end(), "-DSPLITS=7"), programs[0].options.end());
+}
+
+// Persistent CTAs only where each takes two tiles or more, all resident at once; else a CTA a tile.
+TEST(LayerWgmma, PersistentGridTakesTwoTilesACtaOrNone) {
+  EXPECT_EQ(persistent_grid_x(dim3(1568, 1, 1), 264), 264u);   // 5.9 tiles a CTA
+  EXPECT_EQ(persistent_grid_x(dim3(784, 2, 1), 132), 66u);     // two columns share the device
+  EXPECT_EQ(persistent_grid_x(dim3(132, 1, 1), 66), 66u);      // exactly two
+  EXPECT_EQ(persistent_grid_x(dim3(98, 4, 1), 264), 98u);      // 1.5 a CTA: the hardware schedules them
+  EXPECT_EQ(persistent_grid_x(dim3(50, 1, 1), 264), 50u);      // fewer tiles than CTAs that fit
+  EXPECT_EQ(persistent_grid_x(dim3(40, 300, 1), 264), 40u);    // the columns alone fill the device
+  EXPECT_EQ(persistent_grid_x(dim3(40, 100, 3), 264), 40u);
+}
+
+// The specialized kernel's grid: (row tiles x splits, column tiles, 1), persistent for forward and
+// backward-data; backward-filter's splits fill the SMs, so it takes a CTA a (row tile, split).
+TEST(LayerWgmma, SpecializedLaunchesStrideOverRowTilesAndSplits) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  for (const char* family : {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"}) {
+    const auto& v = dynamic_cast<const WgmmaGemmVariant&>(wgmma_ws(family));
+    const Problem p = resnet(family);
+    Config c = config(kMath3xTf32, 1, 3, 64);
+    if (std::string(family) == "layer_bwd_filter") c["splits"] = 5;
+    const std::vector<LayerLaunch> launches = v.launches(LayerShape(p), v.resolve(p, c, dev));
+    const auto gemm = std::find_if(launches.begin(), launches.end(), [](const LayerLaunch& l) { return l.main; });
+    ASSERT_NE(gemm, launches.end()) << family;
+    const bool filter = std::string(family) == "layer_bwd_filter";
+    const unsigned rows = filter ? 64 * 9 / 64 : 32 * 56 * 56 / 64;  // GEMM rows (c*r*s or n*h*w) / BM
+    EXPECT_EQ(gemm->grid.x, filter ? rows * 5 : rows) << family;
+    EXPECT_EQ(gemm->grid.y, 1u) << family;  // 64 columns, tile_n 64
+    EXPECT_EQ(gemm->grid.z, 1u) << family;
+    EXPECT_EQ(gemm->persistent, !filter) << family;
+  }
 }
 
 TEST(LayerWgmma, SpaceValues) {

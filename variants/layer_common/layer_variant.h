@@ -44,7 +44,14 @@ struct LayerLaunch {
   dim3 grid, block;
   int dynamic_smem = 0;
   bool main = false;  // its attributes are the plan's (registers, occupancy); else the first launch's
+  // grid.x counts tiles that the kernel strides over by gridDim.x: the plan may launch fewer CTAs
+  // (persistent_grid_x).
+  bool persistent = false;
 };
+
+// A persistent launch's CTAs along x when `resident` CTAs fit on the device at once: as many as fit beside
+// grid.y * grid.z where that gives each two tiles or more, else grid.x (a CTA a tile).
+unsigned persistent_grid_x(const dim3& grid, int64_t resident);
 
 // A launch's block, grid and shared memory fit the device; the reason names the limit otherwise.
 Status launch_fits(const LayerLaunch& launch, const DeviceInfo& dev);
@@ -68,6 +75,8 @@ class JitLayerPlan : public Plan {
   void set_details(json d) { details_ = std::move(d); }
 
  private:
+  // A persistent launch's grid.x: the CTAs resident at once beside grid.y * grid.z, at most grid.x.
+  static unsigned resident_grid_x(const dim3& grid, int blocks_per_sm);
   std::shared_ptr<Module> module_;
   std::vector<LayerLaunch> launches_;
   std::vector<CUfunction> functions_;
@@ -93,11 +102,12 @@ class JitLayerVariant : public Variant {
   // Bytes each operand (inputs, then the output) must start on, checked in bind; none beyond a float's by
   // default.
   virtual std::vector<size_t> operand_alignments(const LayerShape&) const { return {}; }
+  // The kernels the plan launches, in order, for a resolved config.
+  virtual std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const = 0;
 
  protected:
   virtual std::string source() const = 0;
   virtual std::vector<std::string> defines(const LayerShape& l, const Problem& p, const Config& c) const = 0;
-  virtual std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const = 0;
   virtual size_t workspace_bytes(const LayerShape&, const Config&) const { return 0; }
   // Rules of this kernel beyond the launch limits (register budgets, divisibility, filling the GPU); yes by
   // default. Checked before launches(), which may assume them.

@@ -22,6 +22,8 @@ class WgmmaGemmVariant : public JitLayerVariant {
   Config resolve(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
   Cost cost(const Problem& p, const Config& c) const override;
   std::vector<std::pair<std::string, int64_t>> model_traits(const Config& c) const override;
+  // The filter split into tf32 tiles, then the GEMM (then backward-filter's split sum).
+  std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const override;
   Tolerance tolerance(const Problem& p, const Config& c) const override;
   int complexity() const override { return 5; }
 
@@ -30,8 +32,6 @@ class WgmmaGemmVariant : public JitLayerVariant {
     return schedule_ == Schedule::specialized ? "layer_wgmma_ws.cuh" : "layer_wgmma_gemm.cuh";
   }
   std::vector<std::string> defines(const LayerShape& l, const Problem& p, const Config& c) const override;
-  // The filter split into tf32 tiles, then the GEMM.
-  std::vector<LayerLaunch> launches(const LayerShape& l, const Config& c) const override;
   size_t workspace_bytes(const LayerShape& l, const Config& c) const override;
   Status constraints(const LayerShape& l, const Config& c, const DeviceInfo& dev) const override;
 
@@ -43,6 +43,7 @@ class WgmmaGemmVariant : public JitLayerVariant {
   size_t split_b_bytes(const LayerShape& l, const Config& c) const;  // the B operand split into tf32 tiles
   Status split_rules(const LayerShape& l, const Config& c, const DeviceInfo& dev) const;
   int smem_bytes(const LayerShape& l, const Config& c) const;
+  dim3 gemm_grid(int64_t m_tiles, int64_t n_tiles, int splits) const;  // the GEMM kernel's grid
 
   GemmPass pass_;
   Schedule schedule_;

@@ -1,7 +1,7 @@
 // Warp-specialized implicit GEMM of the forward, backward-data and backward-filter passes on wgmma (sm_90a).
 // Same defines, entry points and workspace as layer_wgmma_gemm.cuh (read it first), plus SMEM_BYTES (the
 // launch's dynamic shared memory), PASS 2 (backward-filter: dw's transpose, dy split like a filter; see
-// FilterGradGemm) and SPLITS (its t sum over gridDim.z CTAs, the partials after the split dy in the
+// FilterGradGemm) and SPLITS (its t sum in that many parts, the partials after the split dy in the
 // workspace, added by split_sum_kernel). It differs in:
 //   - blockDim.x = 128 * (WGS + 1): warpgroup 0 produces, warpgroups 1..WGS consume; BM = 64 * WGS.
 //   - where C (forward) or K (backward-data) is a multiple of 32, the GEMM's t runs filter-tap major
@@ -36,6 +36,7 @@ constexpr bool kMasked = PASS == 0   ? kRS <= igemm::kMaskTaps
 static_assert(SPLITS == 1 || PASS == 2, "only backward-filter splits its sum");
 static_assert(SPLITS <= kKTiles, "every split needs at least one k-tile");
 constexpr int kFilterElements = K * C * R * S;  // one split's partial dw (backward-filter)
+constexpr int kMSize = PASS == 0 ? N * P * Q : PASS == 1 ? N * H * W : C * R * S;  // the GEMM's rows (Gemm::m_size)
 constexpr int kCStride = PASS == 0 ? H * W : P * Q;  // tap offset of one more c (forward) or k (backward-data)
 // The producer: lanes along m (coalesced global reads, conflict-free cp.async writes), warp w on taps 8w..8w+7.
 constexpr int kTapsPerWarp = BK / 4, kCountF = BM / 32;
@@ -98,11 +99,21 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
 }
 
-// This CTA's k-tiles: all of them, or its split's.
-__device__ __forceinline__ int first_tile() { return SPLITS == 1 ? 0 : int((long long)blockIdx.z * kKTiles / SPLITS); }
-__device__ __forceinline__ int end_tile() {
-  return SPLITS == 1 ? kKTiles : int((long long)(blockIdx.z + 1) * kKTiles / SPLITS);
+// The k-tiles of split z: all of them, or its part.
+__device__ __forceinline__ int first_tile(int z) { return SPLITS == 1 ? 0 : int((long long)z * kKTiles / SPLITS); }
+__device__ __forceinline__ int end_tile(int z) {
+  return SPLITS == 1 ? kKTiles : int((long long)(z + 1) * kKTiles / SPLITS);
 }
+// Persistent CTAs: the work is (row tile, split) pairs, w = z * kMTiles + row tile, of the CTA's column tile
+// blockIdx.y; CTA x takes w = x, x + gridDim.x, ... (the host launches fewer CTAs than items only where each
+// gets two or more), so the next item's first k-tiles are in flight while the consumers finish and store this
+// one. (A CTA's own prologue and epilogue took 40% of the consumers' samples on the C64 3x3 layers, 18 k-tiles
+// an item. An atomic counter handing out the items measured no better than this round robin.)
+constexpr int kMTiles = (kMSize + BM - 1) / BM, kWork = kMTiles * SPLITS;
+struct Work {
+  int m_first, z;
+};
+__device__ __forceinline__ Work work(int w) { return {(w % kMTiles) * BM, w / kMTiles}; }
 
 // ---- producer: warpgroup 0 ----------------------------------------------------------------------------------
 // Waits until the consumers released stage st (tile kt - STAGES; free at once in round 0), then thread 0
@@ -115,19 +126,34 @@ __device__ __forceinline__ void claim_stage(unsigned smem_base, unsigned full0, 
     bulk_copy_to(smem_base + kBOffset + st * kBCopyBytes, b_block, kBCopyBytes, full0 + 8 * st);
   }
 }
-__device__ __forceinline__ void producer(const float* __restrict__ a, const float* __restrict__ b_blocks,
-                                         const float* __restrict__ bias, unsigned smem_base, const int2* tab,
-                                         int m_first, int n_tile) {
+#if PASS == 2
+// Backward-filter: the table of the tile's BM rows (kRowEntries), built by the producer for each of its tiles;
+// the producer's own barrier puts its reads of the previous tile's table before the writes, and the writes
+// before the reads.
+__device__ __forceinline__ void build_row_table(int2* tab, int m_first, int ptid) {
+  asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  for (int r = ptid; r < BM; r += 128) {
+    const int m = m_first + r, j = m % S, i = (m / S) % R, c = m / (R * S);
+    const int off = c * H * W + (i - PAD_H) * W + (j - PAD_W);
+    if constexpr (kRS <= 32)  // (offset, the bit of tap (i, j)); a row past C*R*S has no bit
+      tab[r] = make_int2(m < C * R * S ? off : 0, m < C * R * S ? int(1u << (i * S + j)) : 0);
+    else  // (offset, i - pad_h, j - pad_w); a row past C*R*S fails every bounds check
+      reinterpret_cast<int4*>(tab)[r] = m < C * R * S ? make_int4(off, i - PAD_H, j - PAD_W, 0)
+                                                      : make_int4(0, -(1 << 28), 0, 0);
+  }
+  asm volatile("bar.sync 1, 128;\n" ::: "memory");
+}
+#endif
+// The k-tiles of split z of the GEMM tile at row m_first into the stage ring, from stage st in phase ph
+// (advanced past them).
+__device__ __forceinline__ void produce_tile(const float* __restrict__ a, const float* __restrict__ b_src,
+                                             unsigned smem_base, int2* tab, int m_first, int z, int& st,
+                                             unsigned& ph) {
   const DefinedShape s;
   const int ptid = threadIdx.x, lane = ptid % 32, pw = ptid / 32;
-  // Counted by this thread's first arrive on full[0], which every consumer waits for before its first tile.
-  copy_tile_bias(smem_base + kBiasOffset, bias, n_tile * BN, ptid);
   const unsigned full0 = smem_base + kBarOffset, empty0 = full0 + 8 * STAGES;
   // This thread's element (kk = 8 pw + ki, m = lane + 32 fi) of stage 0.
   const unsigned a_dst0 = smem_base + kAOffset + 4 * (kTapsPerWarp * pw * kLdA + lane);
-  const float* b_src = b_blocks + n_tile * kKTiles * kBBlockFloats;
-  int st = 0;
-  unsigned ph = 0;
 #if PASS != 2  // the masked gathers read Row::off and Row::mask, which backward-filter rows lack
   if constexpr (kRsMajor) {
     const float* base[kCountF];  // a + the row's offset + the offset of channel 8 pw
@@ -201,10 +227,11 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
   {
     // Lanes along t (tap kt*32 + lane), warp pw on rows pw, pw + 4, ...: a warp's 32 copies read consecutive
     // q of one x row (coalesced) and write one As row (conflict-free).
+    if constexpr (!Gemm::kTapMajorRows) build_row_table(tab, m_first, ptid);
     const int4* row_tab = reinterpret_cast<const int4*>(tab);
     const unsigned a_dst = smem_base + kAOffset + 4 * (pw * kLdA + lane);
 #pragma unroll 1
-    for (int kt = first_tile(); kt < end_tile(); ++kt) {
+    for (int kt = first_tile(z); kt < end_tile(z); ++kt) {
       claim_stage(smem_base, full0, empty0, b_src + kt * kBBlockFloats, st, ph, ptid);
       const int t = kt * BK + lane, img = t / (P * Q), pq = t % (P * Q), py = (pq / Q) * U, x0 = (pq % Q) * V;
       const int y0 = t < kTSize ? py : -(1 << 28);  // a tap past the sum is never valid
@@ -252,7 +279,7 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
 #pragma unroll
     for (int fi = 0; fi < kCountF; ++fi) rows[fi] = Gemm::row(s, m_first + lane + 32 * fi);
 #pragma unroll 1
-    for (int kt = first_tile(); kt < end_tile(); ++kt) {
+    for (int kt = first_tile(z); kt < end_tile(z); ++kt) {
       claim_stage(smem_base, full0, empty0, b_src + kt * kBBlockFloats, st, ph, ptid);
       const unsigned dst = a_dst0 + st * (kAStageFloats * 4);
 #pragma unroll
@@ -270,6 +297,19 @@ __device__ __forceinline__ void producer(const float* __restrict__ a, const floa
     }
   }
 #endif
+}
+__device__ __forceinline__ void producer(const float* __restrict__ a, const float* __restrict__ b_blocks,
+                                         const float* __restrict__ bias, unsigned smem_base, int2* tab, int n_tile) {
+  // Counted by this thread's first arrive on full[0], which every consumer waits for before its first tile.
+  copy_tile_bias(smem_base + kBiasOffset, bias, n_tile * BN, threadIdx.x);
+  const float* b_src = b_blocks + n_tile * kKTiles * kBBlockFloats;
+  int st = 0;
+  unsigned ph = 0;
+#pragma unroll 1
+  for (int w = blockIdx.x; w < kWork; w += gridDim.x) {
+    const Work t = work(w);
+    produce_tile(a, b_src, smem_base, tab, t.m_first, t.z, st, ph);
+  }
   asm volatile("cp.async.wait_all;\n" ::: "memory");  // exit with no copy of this thread in flight
 }
 
@@ -305,15 +345,12 @@ __device__ __forceinline__ void split(const Raw& r, Frag& f) {
     }
 }
 
-__device__ __forceinline__ void consumer(const float* tile_bias, float* __restrict__ d, unsigned smem_base,
-                                         const float* as, int m_first, int n_tile) {
-  const int ctid = threadIdx.x - 128, lane = ctid % 32;
-  // Warp w of consumer warpgroup g owns rows 64 g + 16 w .. + 15 of the tile.
-  const int frag_m = 64 * (ctid / 128) + 16 * (ctid / 32 % 4) + lane / 4, q = lane % 4;
+// One GEMM tile's k-tiles of split z from stage st in phase ph (advanced past them), summed into `sum`.
+__device__ __forceinline__ void consume_tile(float (&sum)[kAcc], unsigned smem_base, const float* a_frag, int z,
+                                             int& st, unsigned& ph) {
   const unsigned full0 = smem_base + kBarOffset, empty0 = full0 + 8 * STAGES;
-  const float* a_frag = kARowMajor ? as + frag_m * kLdA + q : as + q * kLdA + frag_m;  // stage 0
   const unsigned long long desc0 = tile_descriptor(smem_base + kBOffset);
-  float sum[kAcc], part[kAcc];
+  float part[kAcc];
 #pragma unroll
   for (int e = 0; e < kAcc; ++e) sum[e] = 0.f;
   auto advance = [](int& st, unsigned& ph) {
@@ -338,11 +375,8 @@ __device__ __forceinline__ void consumer(const float* tile_bias, float* __restri
     mbar_wait(full0 + 8 * st1, ph1);
     read_tile(a_frag + st1 * kAStageFloats, r);
   };
-  int st = 0;
-  unsigned ph = 0;
   Raw raw;
-  mbar_wait(full0, 0);
-  read_tile(a_frag, raw);
+  fetch(raw, st, ph);
 #if WS_UNROLL == 2
   // Tile k: issue from f_cur, fetch and split k+1 into f_next, drain k; two tiles a trip, nothing in flight
   // at the back edge. (ptxas 13.0 gives f0 and f1 the same registers and sinks the split below the
@@ -356,7 +390,7 @@ __device__ __forceinline__ void consumer(const float* tile_bias, float* __restri
     split(r, f_next);
     drain_release(st);
   };
-  const int tiles = end_tile() - first_tile();
+  const int tiles = end_tile(z) - first_tile(z);
   const int pairs = (tiles - 1) / 2;  // pairs while a tile remains after the pair
 #pragma unroll 1
   for (int i = 0; i < pairs; ++i) {
@@ -376,6 +410,7 @@ __device__ __forceinline__ void consumer(const float* tile_bias, float* __restri
     step(f0, f1, st, st1, ph1);
     issue(f1, st1);
     drain_release(st1);
+    st = st1, ph = ph1;
   } else {
     issue(f0, st);
     drain_release(st);
@@ -385,7 +420,7 @@ __device__ __forceinline__ void consumer(const float* tile_bias, float* __restri
   // drain. The in-flight window writes no wgmma operand at all.
   Frag f;
 #pragma unroll 1
-  for (int kt = first_tile(); kt < end_tile() - 1; ++kt) {
+  for (int kt = first_tile(z); kt < end_tile(z) - 1; ++kt) {
     int st1 = st;
     unsigned ph1 = ph;
     advance(st1, ph1);
@@ -399,7 +434,25 @@ __device__ __forceinline__ void consumer(const float* tile_bias, float* __restri
   issue(f, st);
   drain_release(st);
 #endif
-  store_tile(sum, d, tile_bias, m_first + frag_m, n_tile * BN, q);
+  advance(st, ph);
+}
+
+// d: the output, or with SPLITS > 1 the first split's partial, the others after it.
+__device__ __forceinline__ void consumer(const float* tile_bias, float* __restrict__ d, unsigned smem_base,
+                                         const float* as, int n_tile) {
+  const int ctid = threadIdx.x - 128, lane = ctid % 32;
+  // Warp w of consumer warpgroup g owns rows 64 g + 16 w .. + 15 of the tile.
+  const int frag_m = 64 * (ctid / 128) + 16 * (ctid / 32 % 4) + lane / 4, q = lane % 4;
+  const float* a_frag = kARowMajor ? as + frag_m * kLdA + q : as + q * kLdA + frag_m;  // stage 0
+  int st = 0;
+  unsigned ph = 0;
+#pragma unroll 1
+  for (int w = blockIdx.x; w < kWork; w += gridDim.x) {  // as the producer's
+    const Work t = work(w);
+    float sum[kAcc];
+    consume_tile(sum, smem_base, a_frag, t.z, st, ph);
+    store_tile(sum, d + (long long)t.z * kFilterElements, tile_bias, t.m_first + frag_m, n_tile * BN, q);
+  }
 }
 
 __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* __restrict__ b_blocks,
@@ -409,21 +462,8 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (shared_address(smem_raw) & 1023)) & 1023);
   const unsigned smem_base = shared_address(smem);
-  const int tid = threadIdx.x, m_first = blockIdx.x * BM, n_tile = blockIdx.y;
+  const int tid = threadIdx.x, n_tile = blockIdx.y;
   int2* tab = reinterpret_cast<int2*>(smem + kTabOffset);
-#if PASS == 2
-  if constexpr (!Gemm::kTapMajorRows) {
-    for (int r = tid; r < BM; r += kThreads) {
-      const int m = m_first + r, j = m % S, i = (m / S) % R, c = m / (R * S);
-      const int off = c * H * W + (i - PAD_H) * W + (j - PAD_W);
-      if constexpr (kRS <= 32)  // (offset, the bit of tap (i, j)); a row past C*R*S has no bit
-        reinterpret_cast<int2*>(tab)[r] = make_int2(m < C * R * S ? off : 0, m < C * R * S ? int(1u << (i * S + j)) : 0);
-      else  // (offset, i - pad_h, j - pad_w); a row past C*R*S fails every bounds check
-        reinterpret_cast<int4*>(tab)[r] = m < C * R * S ? make_int4(off, i - PAD_H, j - PAD_W, 0)
-                                                        : make_int4(0, -(1 << 28), 0, 0);
-    }
-  }
-#endif
 #if PASS != 2
   if constexpr (kMasked) {
     const DefinedShape s;
@@ -441,11 +481,11 @@ __device__ __forceinline__ void gemm(const float* __restrict__ a, const float* _
   __syncthreads();
   if (tid < 128) {
     setmaxnreg_dec<kProducerRegs>();
-    producer(a, b_blocks, bias, smem_base, tab, m_first, n_tile);
+    producer(a, b_blocks, bias, smem_base, tab, n_tile);
   } else {
     if constexpr (kConsumerInc) setmaxnreg_inc<kConsumerRegs>();
     consumer(reinterpret_cast<const float*>(smem + kBiasOffset), d, smem_base,
-             reinterpret_cast<const float*>(smem + kAOffset), m_first, n_tile);
+             reinterpret_cast<const float*>(smem + kAOffset), n_tile);
   }
 }
 
@@ -480,7 +520,7 @@ extern "C" __global__ void split_filter_kernel(const float* __restrict__ x, cons
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     wgmma_gemm_kernel(const float* __restrict__ x, const float* __restrict__ dy, float* __restrict__ dw,
                       float* __restrict__ workspace) {
-  float* out = SPLITS > 1 ? workspace + kSplitDyFloats + (long long)blockIdx.z * kFilterElements : dw;
+  float* out = SPLITS > 1 ? workspace + kSplitDyFloats : dw;
   gemm(x, workspace, nullptr, out);
 }
 // dw = the splits' partials added in split order: deterministic, no atomics.
