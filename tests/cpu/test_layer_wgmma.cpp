@@ -304,6 +304,8 @@ TEST(LayerWgmma, PersistentGridTakesTwoTilesACtaOrNone) {
   EXPECT_EQ(persistent_grid_x(dim3(50, 1, 1), 264), 50u);      // fewer tiles than CTAs that fit
   EXPECT_EQ(persistent_grid_x(dim3(40, 300, 1), 264), 40u);    // the columns alone fill the device
   EXPECT_EQ(persistent_grid_x(dim3(40, 100, 3), 264), 40u);
+  EXPECT_EQ(persistent_grid_x(dim3(40, 133, 1), 264), 40u);    // one CTA a column would fill half of it
+  EXPECT_EQ(persistent_grid_x(dim3(400, 25, 1), 264), 10u);    // 250 of 264: fills enough
 }
 
 // The specialized kernel's grid: (row tiles x splits, column tiles, 1), persistent for forward and
@@ -312,7 +314,8 @@ TEST(LayerWgmma, SpecializedLaunchesStrideOverRowTilesAndSplits) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   for (const char* family : {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"}) {
     const auto& v = dynamic_cast<const WgmmaGemmVariant&>(wgmma_ws(family));
-    const Problem p = resnet(family);
+    Problem p = resnet(family);
+    p.dims[std::string(family) == "layer_bwd_data" ? "c" : "k"] = 256;  // the GEMM's 256 columns: 4 column tiles
     Config c = config(kMath3xTf32, 1, 3, 64);
     if (std::string(family) == "layer_bwd_filter") c["splits"] = 5;
     const std::vector<LayerLaunch> launches = v.launches(LayerShape(p), v.resolve(p, c, dev));
@@ -321,7 +324,7 @@ TEST(LayerWgmma, SpecializedLaunchesStrideOverRowTilesAndSplits) {
     const bool filter = std::string(family) == "layer_bwd_filter";
     const unsigned rows = filter ? 64 * 9 / 64 : 32 * 56 * 56 / 64;  // GEMM rows (c*r*s or n*h*w) / BM
     EXPECT_EQ(gemm->grid.x, filter ? rows * 5 : rows) << family;
-    EXPECT_EQ(gemm->grid.y, 1u) << family;  // 64 columns, tile_n 64
+    EXPECT_EQ(gemm->grid.y, 4u) << family;
     EXPECT_EQ(gemm->grid.z, 1u) << family;
     EXPECT_EQ(gemm->persistent, !filter) << family;
   }

@@ -11,6 +11,8 @@
 #include "harness/runner.h"
 #include "harness/select.h"
 #include "tests/gpu/gpu_test_support.h"
+#include "variants/layer_common/layer_shape.h"
+#include "variants/layer_common/layer_variant.h"
 
 using namespace convtune;
 using test_gpu::have_gpu;
@@ -183,6 +185,56 @@ TEST(GpuVariants, WinogradOnEveryChunkAndPadding) {
       }
     }
   EXPECT_GE(ok, 30);  // chunks 4 and 5 for n = 5; 4, 8 and 9 for n = 9; on the three passes, for both tiles
+}
+
+// The warp-specialized wgmma GEMM's persistent CTAs, each taking several row tiles: every gather (filter-tap
+// major, the tap table, the per-tap decode, strided backward-data), a tile of one k-tile (fewer than the
+// stages), odd and even k-tile counts, both consumer loops (tile_n 64 and 128), bias and ReLU staged once for
+// all of a CTA's tiles. The batch is sized from the device so that each CTA takes two tiles or more, which
+// the test checks from the plan's own occupancy.
+TEST(GpuVariants, PersistentWgmmaCtasTakeSeveralTilesOnEveryGather) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
+  const DeviceInfo dev = DeviceInfo::query(0);
+  if (const Status hopper = wgmma_supported(dev); !hopper) GTEST_SKIP() << hopper.reason;
+  JitCache jit(JitCache::default_dir(), dev.arch());
+  Runner runner(dev, Ceilings{}, quick(), jit, 2029);
+  struct Shape {
+    const char* family;
+    int64_t c, h, k, r, u;
+  };
+  const Shape shapes[] = {{"layer_fwd", 32, 16, 48, 3, 1},      // tap major, 9 k-tiles
+                          {"layer_fwd", 5, 16, 40, 3, 1},       // the tap table, 2 k-tiles
+                          {"layer_fwd", 3, 31, 24, 7, 2},       // the per-tap decode, 5 k-tiles
+                          {"layer_fwd", 32, 16, 70, 1, 1},      // one k-tile, a partial column tile
+                          {"layer_bwd_data", 40, 16, 32, 3, 1},  // tap major over k
+                          {"layer_bwd_data", 24, 17, 20, 3, 2}};  // strided: the per-tap decode
+  int ok = 0;
+  for (const Shape& sh : shapes) {
+    const int64_t pad = sh.r / 2, out = (sh.h + 2 * pad - sh.r) / sh.u + 1;
+    const int64_t rows_per_image = std::string(sh.family) == "layer_fwd" ? out * out : sh.h * sh.h;
+    const int64_t n = 1 + 5 * 64 * int64_t(dev.sms) / rows_per_image;  // over 2.5 tiles a CTA at two CTAs a SM
+    json dims = {{"family", sh.family}, {"n", n}, {"c", sh.c}, {"h", sh.h}, {"w", sh.h}, {"k", sh.k},
+                 {"r", sh.r}, {"s", sh.r}, {"pad_h", pad}, {"pad_w", pad}, {"u", sh.u}, {"v", sh.u}};
+    if (std::string(sh.family) == "layer_fwd") dims["bias"] = dims["relu"] = 1;
+    const Problem p = Problem::from_json(dims);
+    const auto& v = dynamic_cast<const JitLayerVariant&>(Registry::instance().get(std::string(sh.family) +
+                                                                                 ".implicit_gemm_wgmma_ws"));
+    for (const int tile_n : {64, 128})
+      for (const int stages : {2, 4}) {
+        const Config c = {{"math", kMath3xTf32}, {"warpgroups", 1}, {"tile_n", tile_n}, {"stages", stages}};
+        ASSERT_TRUE(v.can_implement(p, c, dev).ok) << p.key() << " " << c.dump();
+        const json rec = runner.run(v, p, c);
+        EXPECT_EQ(rec["status"], status::ok) << rec.dump().substr(0, 600);
+        ok += rec["status"] == status::ok;
+        for (const LayerLaunch& l : v.launches(LayerShape(p), v.resolve(p, c, dev)))
+          if (l.main) {
+            const int64_t resident = int64_t(dev.sms) * rec["kernel"]["blocks_per_sm"].get<int64_t>();
+            EXPECT_LE(2 * int64_t(persistent_grid_x(l.grid, resident)), int64_t(l.grid.x))
+                << p.key() << " " << c.dump() << ": CTAs with under two tiles test nothing new here";
+          }
+      }
+  }
+  EXPECT_EQ(ok, 24);
 }
 
 // The direct kernels' shapes of work: every rows_per_thread, both window layouts (float4 at 8 pixels a

@@ -86,11 +86,13 @@ unsigned JitLayerPlan::resident_grid_x(const dim3& grid, int blocks_per_sm) {
 }
 
 unsigned persistent_grid_x(const dim3& grid, int64_t resident) {
-  const int64_t fit = resident / (int64_t(grid.y) * grid.z);
+  const int64_t columns = int64_t(grid.y) * grid.z, fit = resident / columns;
   // Under two tiles a CTA, one each: the hardware's own scheduling balanced 1.5 tiles a CTA better (H200, the
   // C256 14x14 layers at tile_n 64: 1.2x slower persistent, where the round robin doubled some SMs' work).
-  // And where grid.y * grid.z alone fill the device, persistent CTAs would wait for a wave with all their tiles.
-  return fit >= 1 && grid.x >= 2 * fit ? unsigned(fit) : grid.x;
+  // And persistent CTAs must fill the device: where fit * columns leaves over a tenth of it empty (columns
+  // alone past a third of it), or none fit beside the columns, the hardware schedules a CTA a tile.
+  const bool fills = fit >= 1 && 10 * fit * columns >= 9 * resident;
+  return fills && grid.x >= 2 * fit ? unsigned(fit) : grid.x;
 }
 
 void JitLayerPlan::bind(const Operands& ops, cudaStream_t) {

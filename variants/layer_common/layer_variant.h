@@ -50,7 +50,8 @@ struct LayerLaunch {
 };
 
 // A persistent launch's CTAs along x when `resident` CTAs fit on the device at once: as many as fit beside
-// grid.y * grid.z where that gives each two tiles or more, else grid.x (a CTA a tile).
+// grid.y * grid.z where that gives each two tiles or more and fills nine tenths of the device, else grid.x
+// (a CTA a tile).
 unsigned persistent_grid_x(const dim3& grid, int64_t resident);
 
 // A launch's block, grid and shared memory fit the device; the reason names the limit otherwise.

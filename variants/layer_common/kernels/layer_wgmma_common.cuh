@@ -21,7 +21,8 @@ using Gemm = igemm::BwdDataGemm;
 #else
 // Backward-filter as the GEMM of dw's transpose: rows m = (c, i, j) gathered from x (BwdFilterGemm's
 // columns), columns n = k from dy (its rows, split into the B blocks like a filter), t = (img, p, q). The
-// long t sum may be split over SPLITS CTAs (gridDim.z) whose partials a third kernel adds in order.
+// long t sum may be split SPLITS ways (work items along grid.x, layer_wgmma_ws.cuh) whose partials a third
+// kernel adds in order.
 struct FilterGradGemm {
   using G = igemm::BwdFilterGemm;
   using Row = G::Col;
