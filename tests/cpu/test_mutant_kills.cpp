@@ -679,8 +679,6 @@ TEST(MutantKills, ImplicitGemmLaunchesTheSplitReductionOverItsWorkspace) {
   EXPECT_EQ(bwd_data.workspace_bytes(l, unsplit), 0u);
 }
 
-}  // namespace convtune
-
 // Seed 18's survivors (docs/MUTATION.md).
 // strategies/warm.cpp:15: the default budget fraction 0.25 made -1 (the budget then the whole space), or
 // (budget + 1) / 2 made budget / 2. Worked by hand: n = 156: budget ceil(39) = 39, half 20, top min(20,
@@ -761,3 +759,5 @@ TEST(MutantKills, AShardOfCountZeroIsRefusedNamingTheFile) {
   EXPECT_THROW(Shard::from_json({{"index", 0}, {"count", 4294967298LL}}, "shard"), InputError);
   fs::remove_all(root);
 }
+
+}  // namespace convtune
