@@ -189,7 +189,7 @@ Config run_config(const Variant& v, const Problem& p, const std::string& config_
 }
 
 int cmd_run(const std::string& variant, const std::string& problem_text, const std::string& config_text, bool hot,
-            double time_cap) {
+            double time_cap, bool ceilings) {
   const Variant& v = Registry::instance().get(variant);
   const Problem p = parse_problem(problem_text);
   if (p.family != v.family())
@@ -215,8 +215,7 @@ int cmd_run(const std::string& variant, const std::string& problem_text, const s
   mo.cold = !hot;
   mo.time_cap_s = time_cap;
   JitCache jit(JitCache::default_dir(), dev.arch());
-  const Ceilings ceilings = measure_ceilings(dev);
-  Runner runner(dev, ceilings, mo, jit, static_cast<uint64_t>(std::time(nullptr)));
+  Runner runner(dev, ceilings ? measure_ceilings(dev) : Ceilings{}, mo, jit, static_cast<uint64_t>(std::time(nullptr)));
   json rec = runner.run(v, p, cfg);
   if (!off_grid.empty()) rec["off_grid"] = off_grid;
   std::cout << rec.dump(2) << "\n";
@@ -697,7 +696,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(CONVTUNE_VERSION) + " (" + CONVTUNE_GIT_SHA + ")");
   std::vector<std::string> args(argv, argv + argc);
 
-  bool as_json = false, no_ceilings = false;
+  bool as_json = false, no_ceilings = false, run_no_ceilings = false;
   auto* devices = app.add_subcommand("devices", "GPUs, their limits and measured ceilings");
   devices->add_flag("--json", as_json, "print JSON");
   devices->add_flag("--no-ceilings", no_ceilings, "skip measuring copy bandwidth and FP32 rate");
@@ -720,6 +719,8 @@ int main(int argc, char** argv) {
   run->add_option("--problem", problem, "family:dims, e.g. conv2d:h=8192,w=8192,r=3")->required();
   run->add_option("--config", config, "name=value,... (unnamed parameters take their first value)");
   run->add_flag("--hot", hot, "do not flush L2 before each sample");
+  run->add_flag("--no-ceilings", run_no_ceilings,
+                "do not measure the ceilings (no roofline figures; seconds saved, minutes under compute-sanitizer)");
   run->add_option("--plugins", plugin_paths, plugins_help);
   run->add_option("--time-cap", time_cap, "seconds of sampling at most, in (0, 3600]")->check(seconds_up_to(3600));
 
@@ -865,7 +866,7 @@ int main(int argc, char** argv) {
     }
     if (*devices) return cmd_devices(as_json, !no_ceilings);
     if (*list) return cmd_list(family, problem, as_json);
-    if (*run) return cmd_run(variant, problem, config, hot, time_cap);
+    if (*run) return cmd_run(variant, problem, config, hot, time_cap, !run_no_ceilings);
     if (*sweep) return cmd_sweep(spec_path, sf, args);
     if (*best) return cmd_best(folder, as_json);
     if (*compare) return cmd_compare(folder, folder_b, as_json);

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <sstream>
 
+#include "harness/device.h"
 #include "harness/gzip_file.h"
 #include "harness/json_file.h"
 #include "test_support.h"
@@ -139,6 +140,17 @@ TEST_F(BadInput, ANegativeOrZeroSpecParameterIsNamedAsSuch) {
 TEST_F(BadInput, ANegativeConfigValueOfRunIsNamed) {
   expect_refused({"run", "--variant", "conv2d.naive", "--problem", "conv2d:h=64,w=64,r=1", "--config", "block_x=-32"},
                  {"--config.block_x", "negative"});
+}
+
+// run --no-ceilings is an option of run (CLI11 would name an unknown one): without a GPU it reaches the check
+// for one and says so, exit 1, nothing on stdout.
+TEST_F(BadInput, RunTakesNoCeilingsAndStillNeedsAGpu) {
+  if (DeviceInfo::count() > 0) GTEST_SKIP() << "a GPU is here: the no-GPU message is not reachable";
+  const test::CliResult r = test::convtune_cli(
+      {"run", "--variant", "conv2d.naive", "--problem", "conv2d:h=64,w=64,r=1", "--no-ceilings"}, scratch_);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("'convtune run' needs a CUDA GPU"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
 TEST_F(BadInput, DeviceListsAreRefusedBeforeAnyPlanOrFolder) {
