@@ -174,6 +174,11 @@ TEST(LayerDirect, RowTiledNeedsAlignedOperandsWhereItCopies16Bytes) {
   EXPECT_FALSE(off);
   EXPECT_TRUE(contains(off.reason, "operand 1 does not start on a multiple of 16 bytes")) << off.reason;
   EXPECT_TRUE(operands_aligned({buffer + 1, buffer + 3}, {}));  // no requirement: float alignment only
+  // More requirements than operands: only the operands are checked (mutation survivor, 2026-11-29: `i <=
+  // operands.size()` read one past them; here the slot past the end holds a misaligned pointer).
+  std::vector<float*> one = {buffer, buffer + 1};
+  one.pop_back();
+  EXPECT_TRUE(operands_aligned(one, {16, 16}));
 }
 
 TEST(LayerDirect, RowTiledCostModel) {

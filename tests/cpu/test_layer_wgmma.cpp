@@ -328,6 +328,15 @@ TEST(LayerWgmma, SpecializedLaunchesStrideOverRowTilesAndSplits) {
     EXPECT_EQ(gemm->grid.z, 1u) << family;
     EXPECT_EQ(gemm->persistent, !filter) << family;
   }
+  // Only the forward pass stages a tile's biases (4 * tile_n bytes); the tap tables are alike (same r, s).
+  const auto launch_smem = [&](const char* family) {
+    const auto& v = dynamic_cast<const WgmmaGemmVariant&>(wgmma_ws(family));
+    const Problem p = resnet(family);
+    for (const LayerLaunch& l : v.launches(LayerShape(p), v.resolve(p, config(kMath3xTf32, 1, 3, 128), dev)))
+      if (l.main) return l.dynamic_smem;
+    return -1;
+  };
+  EXPECT_EQ(launch_smem("layer_fwd") - launch_smem("layer_bwd_data"), 4 * 128);
 }
 
 TEST(LayerWgmma, SpaceValues) {
