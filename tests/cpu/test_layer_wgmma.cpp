@@ -306,6 +306,7 @@ TEST(LayerWgmma, PersistentGridTakesTwoTilesACtaOrNone) {
   EXPECT_EQ(persistent_grid_x(dim3(40, 100, 3), 264), 40u);
   EXPECT_EQ(persistent_grid_x(dim3(40, 133, 1), 264), 40u);    // one CTA a column would fill half of it
   EXPECT_EQ(persistent_grid_x(dim3(400, 25, 1), 264), 10u);    // 250 of 264: fills enough
+  EXPECT_EQ(persistent_grid_x(dim3(1568, 1, 1), 0), 1568u);    // no device told (a plan without its SMs)
 }
 
 // The specialized kernel's grid: (row tiles x splits, column tiles, 1), persistent for forward and

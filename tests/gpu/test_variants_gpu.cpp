@@ -210,12 +210,13 @@ TEST(GpuVariants, PersistentWgmmaCtasTakeSeveralTilesOnEveryGather) {
                           {"layer_bwd_data", 24, 17, 20, 3, 2}};  // strided: the per-tap decode
   int ok = 0;
   for (const Shape& sh : shapes) {
+    const bool forward = std::string(sh.family) == "layer_fwd";
     const int64_t pad = sh.r / 2, out = (sh.h + 2 * pad - sh.r) / sh.u + 1;
-    const int64_t rows_per_image = std::string(sh.family) == "layer_fwd" ? out * out : sh.h * sh.h;
+    const int64_t rows_per_image = forward ? out * out : sh.h * sh.h;  // the GEMM's rows: y's or dx's pixels
     const int64_t n = 1 + 5 * 64 * int64_t(dev.sms) / rows_per_image;  // over 2.5 tiles a CTA at two CTAs a SM
     json dims = {{"family", sh.family}, {"n", n}, {"c", sh.c}, {"h", sh.h}, {"w", sh.h}, {"k", sh.k},
                  {"r", sh.r}, {"s", sh.r}, {"pad_h", pad}, {"pad_w", pad}, {"u", sh.u}, {"v", sh.u}};
-    if (std::string(sh.family) == "layer_fwd") dims["bias"] = dims["relu"] = 1;
+    if (forward) dims["bias"] = dims["relu"] = 1;
     const Problem p = Problem::from_json(dims);
     const auto& v = dynamic_cast<const JitLayerVariant&>(Registry::instance().get(std::string(sh.family) +
                                                                                  ".implicit_gemm_wgmma_ws"));

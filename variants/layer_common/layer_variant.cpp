@@ -66,7 +66,7 @@ Status operands_aligned(const std::vector<float*>& operands, const std::vector<s
 }
 
 JitLayerPlan::JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaunch> launches, size_t workspace_bytes,
-                           std::vector<size_t> alignments)
+                           std::vector<size_t> alignments, int sms)
     : module_(std::move(module)), launches_(std::move(launches)), workspace_(workspace_bytes),
       alignments_(std::move(alignments)) {
   for (LayerLaunch& l : launches_) {
@@ -74,15 +74,8 @@ JitLayerPlan::JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaun
     const int threads = int(l.block.x * l.block.y * l.block.z);
     const KernelAttributes a = kernel_attributes(functions_.back(), threads, l.dynamic_smem);
     if (functions_.size() == 1 || l.main) attrs_ = a;
-    if (l.persistent) l.grid.x = resident_grid_x(l.grid, a.blocks_per_sm);
+    if (l.persistent) l.grid.x = persistent_grid_x(l.grid, int64_t(a.blocks_per_sm) * sms);
   }
-}
-
-unsigned JitLayerPlan::resident_grid_x(const dim3& grid, int blocks_per_sm) {
-  int dev = 0, sms = 0;
-  CT_CUDA(cudaGetDevice(&dev));
-  CT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return persistent_grid_x(grid, int64_t(std::max(blocks_per_sm, 1)) * sms);
 }
 
 unsigned persistent_grid_x(const dim3& grid, int64_t resident) {
@@ -137,7 +130,7 @@ std::unique_ptr<Plan> JitLayerVariant::prepare(const Problem& p, const Config& c
   const LayerShape l(p);
   const Config resolved = resolve(p, c, dev);
   auto plan = std::make_unique<JitLayerPlan>(jit.module(programs(p, resolved).front()), launches(l, resolved),
-                                             workspace_bytes(l, resolved), operand_alignments(l));
+                                             workspace_bytes(l, resolved), operand_alignments(l), dev.sms);
   json details = {{"math", config_math(c)}, {"deterministic", true}};
   for (const auto& [name, value] : resolved.items())  // what the config's rules gave here (a split count)
     if (!c.contains(name)) details[name] = value;

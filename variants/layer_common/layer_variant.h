@@ -66,8 +66,9 @@ Status operands_aligned(const std::vector<float*>& operands, const std::vector<s
 // (inputs, then the output) followed by the plan's workspace pointer (nullptr when none).
 class JitLayerPlan : public Plan {
  public:
+  // sms: the device's multiprocessors, for persistent launches (0: a CTA a tile).
   JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaunch> launches, size_t workspace_bytes = 0,
-               std::vector<size_t> alignments = {});
+               std::vector<size_t> alignments = {}, int sms = 0);
   void bind(const Operands& ops, cudaStream_t stream) override;
   void run(cudaStream_t stream) override;
   KernelAttributes attributes() const override { return attrs_; }  // of the main launch
@@ -76,8 +77,6 @@ class JitLayerPlan : public Plan {
   void set_details(json d) { details_ = std::move(d); }
 
  private:
-  // A persistent launch's grid.x: the CTAs resident at once beside grid.y * grid.z, at most grid.x.
-  static unsigned resident_grid_x(const dim3& grid, int blocks_per_sm);
   std::shared_ptr<Module> module_;
   std::vector<LayerLaunch> launches_;
   std::vector<CUfunction> functions_;
