@@ -29,12 +29,13 @@ struct FirstChoice {
 class Convolution {
  public:
   // Validates the problem (unknown family, missing, unknown or out-of-range dim: the error names it;
-  // dims with a default may be left out), picks the table's candidate (exact, nearest or default rule),
+  // dims with a default may be left out), picks the table's candidate (exact, model, nearest or default rule),
   // and prepares it (kernels are compiled once and cached on disk, see CONVTUNE_CACHE_DIR). When that
   // candidate cannot run here it tries the table's default for the family, then the family's simplest
   // non-library variant. Throws std::runtime_error.
-  // tune_unseen: when the table did not measure this shape (rule "nearest"), also prepares the
-  // candidates that won or came close on the nearest measured shapes (convtune::tuning_shortlist) and,
+  // tune_unseen: when the table did not measure this shape (rule "model" or "nearest"), also prepares the
+  // shortlist (convtune::tuning_shortlist: the model's best candidates and what won or came close on the
+  // nearest measured shapes) and,
   // at the first bind, times each on the bound operands and keeps the fastest (rule "tuned"). That
   // first bind then waits for the stream and takes a few runs of each candidate.
   Convolution(const std::string& dispatch_json_path, const std::string& family,
@@ -54,7 +55,7 @@ class Convolution {
   // The candidate that runs, as FirstChoice takes it: {"variant": ..., "config": {...}} (JSON text).
   std::string choice() const;
   const std::string& candidate() const;  // e.g. "conv1d.overlap_discard[outputs_per_thread=8,...]"
-  // "exact" | "nearest" | "default" (the table's choice by that rule), "default" also when the choice
+  // "exact" | "model" | "nearest" | "default" (the table's choice by that rule), "default" also when the choice
   // could not run and the table's default did, "simplest" when only the family's simplest variant could,
   // "tuned" after tune_unseen timed the shortlist, "cached" for a FirstChoice that could run.
   const std::string& rule() const;
