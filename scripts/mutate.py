@@ -8,7 +8,9 @@
           binary and CLI, and runs the CPU suite without the NVRTC compile tests. A mutant that does not
           compile is not counted; one whose suite fails, crashes or runs past the limit is killed.
   report  the score (killed / (killed + survived)) per file and in all, and every survivor as a diff.
-  all     plan, run and report; plots: mutmut 2 over scripts/convtune_plots with tests/python's tests.
+  all     plan, run and report; plots: mutmut 2 over scripts/convtune_plots with tests/python's tests;
+  package plan and run over the Python package's argument checks, fast path and table choice (PACKAGE_FILES, or
+          --files), each mutant in place in a worker's copy of the tree with the package's CPU tests.
 
 A header is not mutated: every file that includes it would have to be rebuilt per mutant. Nor is device code
 (the bodies of __global__ and __device__ functions, e.g. a family's float64 GPU reference) or GPU-only host code
@@ -44,6 +46,11 @@ harness/strategies/random.cpp harness/strategies/warm.cpp
 variants/conv2d/direct.cpp variants/conv2d/jit_conv2d.cpp variants/conv1d/spatial.cpp variants/conv1d/window.cpp
 variants/conv1d_parts/parts_common.cpp variants/conv1d_parts/schedule.cpp variants/layer_common/layer_variant.cpp
 variants/layer_common/implicit_gemm.cpp variants/layer_pool/pool_variants.cpp""".split()
+
+
+# The Python package's rules that its CPU tests can reach: argument checks, the fast path, table choice.
+PACKAGE_FILES = ["python/convtune/_arrays.py", "python/convtune/_fast.py", "python/convtune/_dispatch.py"]
+PACKAGE_TESTS = "tests/python/test_package.py"
 
 
 def default_files():
@@ -145,6 +152,17 @@ def gpu_host_lines(lines):
     return inside
 
 
+def docstring_lines(text):
+    """0-based lines of a Python file's docstrings (string literals standing alone as statements)."""
+    import ast
+    lines = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant) and \
+                isinstance(node.value.value, str):
+            lines.update(range(node.lineno - 1, node.end_lineno))
+    return lines
+
+
 def plan(args):
     """Mutants of each file, a sample drawn with the seed, as WORK/plan/plan.json."""
     if not shutil.which("mutate"):
@@ -156,16 +174,20 @@ def plan(args):
         source = REPO / name
         folder = out / name.replace("/", "_")
         folder.mkdir(parents=True)
-        subprocess.run(["mutate", str(source), "cpp", "--noCheck", "--mutantDir", str(folder)],
+        python = name.endswith(".py")
+        subprocess.run(["mutate", str(source), "python" if python else "cpp", "--noCheck", "--mutantDir", str(folder)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=folder)
         original = source.read_text().splitlines()
-        gpu_only, test_data = device_lines(original) | gpu_host_lines(original), test_data_lines(original)
+        if python:  # no device code; docstrings and comments are no rules
+            gpu_only, test_data = set(), docstring_lines(source.read_text())
+        else:
+            gpu_only, test_data = device_lines(original) | gpu_host_lines(original), test_data_lines(original)
         mutants = sorted(folder.iterdir(), key=lambda p: int(re.search(r"\.mutant\.(\d+)\.", p.name).group(1)))
         kept, on_gpu, data = [], 0, 0
         for m in mutants:
             line = changed_line(original, m.read_text().splitlines())
             text = original[line].strip() if line < len(original) else ""
-            if text.startswith(("//", "/*", "*", "#include")):
+            if text.startswith(("//", "/*", "*", "#include")) or (python and text.startswith(("#", "import ", "from "))):
                 continue
             if line in gpu_only:
                 on_gpu += 1
@@ -183,7 +205,8 @@ def plan(args):
         for m in mutants:  # only the sample is kept: a plan travels to other machines
             if m not in sampled:
                 m.unlink()
-        left_out = [f"{on_gpu} in device or GPU-only host code"] * bool(on_gpu) + [f"{data} in test data"] * bool(data)
+        left_out = [f"{on_gpu} in device or GPU-only host code"] * bool(on_gpu) + \
+                   [f"{data} in {'docstrings' if python else 'test data'}"] * bool(data)
         print(f"plan: {name}: {len(kept)} of {total} mutants" + (f" ({', '.join(left_out)} left out)" if left_out else ""),
               flush=True)
     (out / "plan.json").write_text(json.dumps({"seed": args.seed, "sample": args.sample, "files": args.files,
@@ -324,12 +347,68 @@ def baseline(build, worker_dir, timeout):
         sys.exit("mutate: the unmutated suite fails:\n" + "\n".join(r.stdout.splitlines()[-20:]))
 
 
+def try_python_mutant(entry, plan_dir, tree, timeout):
+    """killed | survived | invalid, and seconds taken: the mutant in place in a worker's own copy of the tree,
+    the package's CPU tests run, the original put back."""
+    start = time.time()
+    target = tree / entry["file"]
+    original = target.read_bytes()
+    text = (plan_dir / entry["mutant"]).read_text()
+    try:
+        compile(text, entry["file"], "exec")
+    except SyntaxError:
+        return "invalid", time.time() - start
+    target.write_text(text)
+    try:
+        r = subprocess.run(shlex.split(killing_runner(PACKAGE_TESTS)), cwd=tree, env=python_mutant_env(),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+        rc = r.returncode
+    except subprocess.TimeoutExpired:
+        rc = -1
+    finally:
+        target.write_bytes(original)
+    return ("survived" if rc == 0 else "killed"), time.time() - start
+
+
+def run_python(args, entries, work, plan_dir):
+    trees = []
+    for i in range(args.workers):
+        t = work / f"worker{i}" / "tree"
+        t.mkdir(parents=True, exist_ok=True)
+        copy_tree(t)
+        drop_bytecode(t)
+        trees.append(t)
+    r = subprocess.run(shlex.split(killing_runner(PACKAGE_TESTS)), cwd=trees[0], env=python_mutant_env(),
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("mutate: the unmutated package tests fail:\n" + r.stdout[-2000:])
+    free = list(trees)
+    deadline = time.time() + args.budget if args.budget else None
+    with open(work / "results.jsonl", "w") as out, futures.ThreadPoolExecutor(args.workers) as pool:
+        def one(entry):
+            t = free.pop()
+            try:
+                if deadline and time.time() > deadline:
+                    return None
+                outcome, seconds = try_python_mutant(entry, plan_dir, t, args.timeout)
+                return dict(entry, outcome=outcome, seconds=round(seconds, 1))
+            finally:
+                free.append(t)
+        for r in pool.map(one, entries):
+            if r is not None:
+                out.write(json.dumps(r) + "\n")
+                out.flush()
+    report(args)
+
+
 def run(args):
     work = Path(args.work)
     plan_dir = work / "plan"
     entries = json.loads((plan_dir / "plan.json").read_text())["mutants"]
     if args.limit:
         entries = entries[:args.limit]
+    if all(e["file"].endswith(".py") for e in entries):
+        return run_python(args, entries, work, plan_dir)
     tree = work / "tree"
     tree.mkdir(parents=True, exist_ok=True)
     copy_tree(tree)
@@ -392,7 +471,7 @@ def report(args):
     lines += [f"| {f} | {c['killed']} | {c['survived']} | {c['invalid']} | {c['same object']} |"
               for f, c in sorted(by_file.items())]
     score = f"{100 * killed / (killed + survived):.1f}%" if killed + survived else "n/a"
-    lines += ["", f"C++: {killed} killed, {survived} survived, {invalid} did not compile, {same} compiled to the unmutated "
+    lines += ["", f"{killed} killed, {survived} survived, {invalid} did not compile, {same} compiled to the unmutated "
               f"object (equivalent): score {score}", "",
               "Surviving mutants:"]
     for r in results:
@@ -407,6 +486,27 @@ def report(args):
     print(text)
 
 
+def python_mutant_env():
+    """The environment of mutmut's test runs: the copy's python/ (not an installed convtune) and no bytecode. A
+    mutant of the same size as the line it replaces, written within the second its .pyc was made, would
+    otherwise run as the stale .pyc (the source's size and mtime in seconds match) and count as a survivor."""
+    env = {k: v for k, v in os.environ.items() if k != "CONVTUNE_EXTENSION"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def killing_runner(tests):
+    """mutmut 2 counts a mutant killed only when its runner exits with 1 (`tests_pass`: returncode != 1), so a
+    mutant that breaks an import (pytest's collection error, exit 2) or crashes would count as a survivor: every
+    failure is made 1."""
+    return f"bash -c '{sys.executable} -m pytest -x -q -p no:cacheprovider {tests} || exit 1'"
+
+
+def drop_bytecode(tree):
+    for cache in list(tree.rglob("__pycache__")):
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 def plots(args):
     """mutmut 2 over scripts/convtune_plots with the tests of tests/python, in the copy (it mutates in place)."""
     tree = Path(args.work) / "tree"
@@ -415,15 +515,25 @@ def plots(args):
     if subprocess.run([sys.executable, "-c", "import mutmut"]).returncode != 0:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "mutmut<3"], check=True)
     (tree / ".mutmut-cache").unlink(missing_ok=True)
+    drop_bytecode(tree)
     subprocess.run([sys.executable, "-m", "mutmut", "run", "--paths-to-mutate", "scripts/convtune_plots",
                     "--tests-dir", "tests/python", "--no-progress",
-                    "--runner", f"{sys.executable} -m pytest -x -q -p no:cacheprovider tests/python"], cwd=tree)
+                    "--runner", killing_runner("tests/python")], cwd=tree,
+                   env=python_mutant_env())
     subprocess.run([sys.executable, "-m", "mutmut", "results"], cwd=tree)
+
+
+def package(args):
+    """plan and run over the Python package's files (PACKAGE_FILES, or --files) with its CPU tests."""
+    if not args.files_given:
+        args.files = PACKAGE_FILES
+    plan(args)
+    run(args)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("step", choices=["plan", "run", "report", "all", "plots"])
+    p.add_argument("step", choices=["plan", "run", "report", "all", "plots", "package"])
     p.add_argument("--files", nargs="*", default=None, help="C++ files to mutate (default: the rule files)")
     p.add_argument("--sample", type=int, default=15, help="mutants per file (0: all)")
     p.add_argument("--seed", type=int, default=1)
@@ -434,6 +544,7 @@ def main():
     p.add_argument("--resume", action="store_true", help="keep earlier results and try only the rest")
     p.add_argument("--work", default=str(REPO / "build-mutate"))
     args = p.parse_args()
+    args.files_given = bool(args.files)
     args.files = args.files or default_files()
     if args.step in ("plan", "all"):
         plan(args)
@@ -443,6 +554,8 @@ def main():
         report(args)
     if args.step == "plots":
         plots(args)
+    if args.step == "package":
+        package(args)
 
 
 if __name__ == "__main__":

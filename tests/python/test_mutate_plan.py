@@ -205,3 +205,20 @@ def test_the_unmutated_object_is_compiled_at_the_mutant_path_and_the_mutant_put_
     assert mutate._digest(worker / "other.o") != digest
     (tmp_path / "rule.cpp").write_text("int limit = 7;\n")  # cached per worker and source: not compiled again
     assert mutate.unmutated_object(build, "rule.cpp", mutant_path, worker) == digest
+
+
+def test_python_mutants_count_every_failing_suite_as_a_kill(tmp_path):
+    # mutmut 2 kills a mutant only when the runner exits with 1; pytest exits 2 on a collection error (a mutant
+    # that breaks an import) and 4 on a usage error: the runner must turn both into 1.
+    import shlex
+    import subprocess
+    broken = tmp_path / "test_broken.py"
+    broken.write_text("import a_module_that_does_not_exist\n\ndef test_x():\n    pass\n")
+    raw = subprocess.run(["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(broken)], capture_output=True)
+    assert raw.returncode == 2
+    run = subprocess.run(shlex.split(mutate.killing_runner(str(broken))), capture_output=True)
+    assert run.returncode == 1
+    passing = tmp_path / "test_passing.py"
+    passing.write_text("def test_x():\n    pass\n")
+    assert subprocess.run(shlex.split(mutate.killing_runner(str(passing))), capture_output=True).returncode == 0
+    assert mutate.python_mutant_env()["PYTHONDONTWRITEBYTECODE"] == "1"

@@ -50,9 +50,34 @@ def test_property_rules_in_order():
         _arrays.check_properties("x", "torch", False, "cpu", "torch.float64", False, "torch.float32")
     with pytest.raises(TypeError, match="^x: dtype float64; allowed: float32"):
         _arrays.check_properties("x", "cupy", True, "cuda:0", "float64", False, "float32")
-    with pytest.raises(ValueError, match="^x: not C-contiguous; allowed: a C-contiguous"):
+    with pytest.raises(ValueError) as refused:
         _arrays.check_properties("x", "cupy", True, "cuda:0", "float32", False, "float32")
+    assert str(refused.value) == ("x: not C-contiguous; allowed: a C-contiguous (row-major, dense) array "
+                                  "(torch: .contiguous(), cupy: cupy.ascontiguousarray)")
     _arrays.check_properties("x", "cupy", True, "cuda:0", "float32", True, "float32")
+
+
+def _standin_of_module(module):
+    """An object whose type claims to live in `module` (how device_array tells the kinds apart)."""
+    return type("Array", (), {"__module__": module})()
+
+
+@pytest.mark.parametrize("module, reader", [("torch", "_torch_array"), ("torch.nn.parameter", "_torch_array"),
+                                            ("cupy._core.core", "_cupy_array"), ("jax", "_jax_array"),
+                                            ("jaxlib.xla_extension", "_jax_array")])
+def test_the_kind_is_the_root_of_the_types_module(monkeypatch, module, reader):
+    for name in ("_torch_array", "_cupy_array", "_jax_array"):
+        monkeypatch.setattr(_arrays, name, lambda obj, arg, name=name: (name, arg))
+    assert _arrays.device_array(_standin_of_module(module), "image") == (reader, "image")
+
+
+def test_a_jax_array_on_several_devices_names_the_count():
+    class Device:
+        platform = "gpu"
+    standin = type("Array", (), {"__module__": "jaxlib.xla_extension", "devices": lambda self: [Device(), Device()]})()
+    with pytest.raises(ValueError) as refused:
+        _arrays.device_array(standin, "signal")
+    assert str(refused.value) == "signal: a JAX array on 2 devices; allowed: an array on one GPU"
 
 
 def test_arguments_of_two_kinds_or_two_gpus_are_refused():
@@ -61,6 +86,81 @@ def test_arguments_of_two_kinds_or_two_gpus_are_refused():
         _arrays.same_kind_and_device([("image", a), ("filt", _arrays.DeviceArray(None, "cupy", 0, (3,), 2))])
     with pytest.raises(ValueError, match="^filt: on GPU 1, but image is on GPU 0"):
         _arrays.same_kind_and_device([("image", a), ("filt", _arrays.DeviceArray(None, "torch", 1, (3,), 2))])
+    # Either order, each message whole.
+    b = _arrays.DeviceArray(None, "cupy", 1, (3,), 2)
+    with pytest.raises(TypeError) as refused:
+        _arrays.same_kind_and_device([("image", b), ("filt", a)])
+    assert str(refused.value) == "filt: a torch array, but image is a cupy array; allowed: arrays of one kind"
+    with pytest.raises(ValueError) as refused:
+        _arrays.same_kind_and_device([("image", b), ("filt", _arrays.DeviceArray(None, "cupy", 0, (3,), 3))])
+    assert str(refused.value) == "filt: on GPU 0, but image is on GPU 1; allowed: arrays on one GPU"
+    _arrays.same_kind_and_device([("image", b), ("filt", _arrays.DeviceArray(None, "cupy", 1, (3,), 3))])
+
+
+def test_only_float32_passes_the_dtype_rule():
+    for dtype in ("float16", "float64", "int32", "bfloat16"):
+        with pytest.raises(TypeError, match=f"^x: dtype {dtype}; allowed: float32"):
+            _arrays.check_properties("x", "cupy", True, "cuda:0", dtype, True, "float32")
+
+
+@pytest.mark.parametrize("host", [(1.0, 2.0), 3, 2.5, [1.0]])
+def test_host_values_of_every_python_type_are_refused_as_host(host):
+    with pytest.raises(TypeError, match=f"^a: a host {type(host).__name__}; allowed: a float32 CUDA array"):
+        _arrays.device_array(host, "a")
+
+
+@pytest.mark.parametrize("module", ["xarray.core.dataarray", "zarr.core", "builtins"])
+def test_an_array_of_another_library_is_refused_naming_its_type(module):
+    with pytest.raises(TypeError) as refused:
+        _arrays.device_array(_standin_of_module(module), "image")
+    assert str(refused.value) == f"image: a {module}.Array; allowed: {_arrays.ALLOWED}"
+
+
+class _JaxDevice:
+    def __init__(self, platform="gpu", id=5, local_hardware_id=2):
+        self.platform, self.id = platform, id
+        if local_hardware_id is not None:
+            self.local_hardware_id = local_hardware_id
+
+
+def _jax_standin(device, dtype="float32", shape=(3, 4)):
+    cls = type("Array", (), {"__module__": "jaxlib.xla_extension"})
+    a = cls()
+    a.dtype, a.shape, a.ready = dtype, shape, False
+    a.devices = lambda: [device]
+    a.unsafe_buffer_pointer = lambda: 4096
+
+    def block_until_ready():
+        a.ready = True
+    a.block_until_ready = block_until_ready
+    return a
+
+
+def test_a_jax_array_on_one_gpu_is_read_where_it_lies():
+    a = _jax_standin(_JaxDevice())
+    got = _arrays.device_array(a, "signal")
+    assert (got.kind, got.device, got.shape, got.ptr, got.name, got.obj) == ("jax", 2, (3, 4), 4096, "signal", a)
+    assert a.ready  # its pending work finished before a kernel reads it
+    # Without local_hardware_id (older JAX) the device's id is the ordinal; "cuda" is a GPU platform too.
+    assert _arrays.device_array(_jax_standin(_JaxDevice("cuda", 3, None)), "signal").device == 3
+    with pytest.raises(TypeError, match="^signal: a jax array on .*; allowed: a float32 CUDA array"):
+        _arrays.device_array(_jax_standin(_JaxDevice("cpu")), "signal")
+    with pytest.raises(TypeError, match="^signal: dtype float64; allowed: float32"):
+        _arrays.device_array(_jax_standin(_JaxDevice(), "float64"), "signal")
+    with pytest.raises(ValueError, match="^signal: a JAX array on 0 devices; allowed: an array on one GPU"):
+        b = _jax_standin(_JaxDevice())
+        b.devices = lambda: []
+        _arrays.device_array(b, "signal")
+
+
+def test_memory_apart_is_a_half_open_interval_and_empty_arrays_share_nothing():
+    _arrays.check_apart(1000, 64, [("image", 1064, 64), ("filt", 936, 64)])  # adjacent on both sides
+    _arrays.check_apart(1000, 64, [("image", 1010, 0)])  # an empty input inside the output's range
+    _arrays.check_apart(1000, 0, [("image", 990, 64)])  # an empty output inside an input
+    for ptr in (1063, 937):
+        with pytest.raises(ValueError) as refused:
+            _arrays.check_apart(1000, 64, [("filt", 0, 4), ("image", ptr, 64)])
+        assert str(refused.value) == "out: shares memory with image; allowed: an array apart from the inputs"
 
 
 def test_use_table_refuses_missing_unreadable_and_foreign_files(tmp_path):
@@ -336,6 +436,12 @@ def test_out_is_checked_as_an_argument_named_out(monkeypatch):
         _arrays.output_array(out(device=1), [image], (4, 4))
     with pytest.raises(ValueError, match=r"^out: shape \(4, 5\); allowed: \(4, 4\), the result's shape"):
         _arrays.output_array(out(shape=(4, 5)), [image], (4, 4))
+    with pytest.raises(ValueError, match=r"^out: shape \(4, 3\); allowed: \(4, 4\), the result's shape"):
+        _arrays.output_array(out(shape=(4, 3)), [image], (4, 4))
+    with pytest.raises(TypeError) as refused:
+        _arrays.output_array(out(kind="jax"), [image], (4, 4))
+    assert str(refused.value) == ("out: a JAX array; allowed: a CuPy or PyTorch array (JAX arrays are immutable: "
+                                  "leave out= out and take the returned array)")
     with pytest.raises(ValueError, match="^out: shares memory with image"):
         _arrays.output_array(out(ptr=1000 + 60), [image], (4, 4))
     assert _arrays.output_array(out(ptr=1000 + 64), [image], (4, 4)).ptr == 1064
