@@ -581,3 +581,18 @@ def test_the_modules_help_needs_no_torch(module):
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "--json" in out.stdout and out.stdout.split()[-3:] == ["exit", "0", "False"]
+
+
+def test_the_fast_path_remembers_at_most_its_limit_of_calls(fake_kind):
+    # Memory stays bounded in a process that sees endless shapes: past _LIMIT the remembered calls are forgotten
+    # at once (and learnt again); up to it, none is.
+    filt = FakeArray((3, 3), 2000)
+    for i in range(fake_kind._LIMIT):
+        image = FakeArray((8, 9 + i), 1000)
+        fake_kind.remember("conv2d", None, (image, filt), None, checked([(image, "image"), (filt, "filt")], (8, 9 + i)))
+    assert len(_dispatch.fast_calls) == fake_kind._LIMIT == 4096
+    image = FakeArray((8, 5000), 1000)
+    fake_kind.remember("conv2d", None, (image, filt), None, checked([(image, "image"), (filt, "filt")], (8, 5000)))
+    assert len(_dispatch.fast_calls) == 1
+    out = convtune.conv2d(FakeArray((8, 5000), 3000), FakeArray((3, 3), 4000))
+    assert out.shape == (8, 5000)
