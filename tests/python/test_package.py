@@ -596,3 +596,63 @@ def test_the_fast_path_remembers_at_most_its_limit_of_calls(fake_kind):
     assert len(_dispatch.fast_calls) == 1
     out = convtune.conv2d(FakeArray((8, 5000), 3000), FakeArray((3, 3), 4000))
     assert out.shape == (8, 5000)
+
+
+def test_use_table_sets_each_setting_and_forgets_what_the_last_table_chose(tmp_path, monkeypatch):
+    table = tmp_path / "dispatch.json"
+    table.write_text('{"entries": []}')
+    monkeypatch.setattr(_dispatch, "_settings", _dispatch._Settings())
+    fresh = _dispatch._Settings()
+    assert (fresh.table, fresh.tune_unseen, fresh.other_gpu_ok, fresh.table_digest, fresh.devices) == \
+        (None, True, False, "", {})
+    _dispatch._cache[("conv2d", 0)] = "a convolution of the last table"
+    _dispatch.fast_calls[("conv2d",)] = "a remembered call"
+    _dispatch._settings.table_digest = "0123"
+    assert convtune.use_table(table, tune_unseen=False, other_gpu_ok=True) is None
+    s = _dispatch._settings
+    assert (s.table, s.tune_unseen, s.other_gpu_ok, s.table_digest) == (table, False, True, "")
+    assert _dispatch._cache == {} and _dispatch.fast_calls == {}
+    assert convtune.use_table(table) == table  # the previous path; the defaults again
+    assert (s.tune_unseen, s.other_gpu_ok) == (True, False)
+
+
+def test_the_shipped_table_is_the_packages_then_the_checkouts_else_a_named_error(tmp_path, monkeypatch):
+    packaged, checkout = tmp_path / "packaged.json", tmp_path / "checkout.json"
+    monkeypatch.setattr(_dispatch, "SHIPPED_TABLE", packaged)
+    monkeypatch.setattr(_dispatch, "_REPO_TABLE", checkout)
+    with pytest.raises(FileNotFoundError) as missing:
+        _dispatch.default_table()
+    assert str(missing.value) == (f"the shipped dispatch table is missing ({packaged}); reinstall convtune, "
+                                  "or call convtune.use_table(path) with a dispatch.json")
+    checkout.write_text("{}")
+    assert _dispatch.default_table() == checkout
+    packaged.write_text("{}")
+    assert _dispatch.default_table() == packaged
+    assert _dispatch.SHIPPED_TABLE.name == "packaged.json"
+    monkeypatch.undo()
+    assert _dispatch.SHIPPED_TABLE.parts[-2:] == ("tables", "fleet-h100-h200.json")
+
+
+def test_tuning_choices_live_in_the_cache_dir_else_xdg_else_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONVTUNE_CACHE_DIR", str(tmp_path / "kernels"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert _dispatch._cache_file() == tmp_path / "kernels" / "tuned.json"
+    monkeypatch.delenv("CONVTUNE_CACHE_DIR")
+    assert _dispatch._cache_file() == tmp_path / "xdg" / "convtune" / "tuned.json"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert _dispatch._cache_file() == tmp_path / "home" / ".cache" / "convtune" / "tuned.json"
+
+
+def test_table_files_are_refused_with_their_whole_reason(tmp_path):
+    with pytest.raises(FileNotFoundError) as refused:
+        convtune.use_table(tmp_path / "nope.json")
+    assert str(refused.value) == (f"dispatch table {tmp_path / 'nope.json'}: no such file; allowed: a dispatch.json "
+                                  "that `convtune export` wrote (a run's, or a fleet's with -o)")
+    for text in ('{"records": []}', "[1, 2]", '"entries"'):
+        other = tmp_path / "other.json"
+        other.write_text(text)
+        with pytest.raises(ValueError) as refused:
+            convtune.use_table(other)
+        assert str(refused.value) == (f"dispatch table {other}: neither a table (\"entries\") nor a fleet "
+                                      "(\"tables\"); allowed: a dispatch.json that `convtune export` wrote")
