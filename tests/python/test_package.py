@@ -656,3 +656,16 @@ def test_table_files_are_refused_with_their_whole_reason(tmp_path):
             convtune.use_table(other)
         assert str(refused.value) == (f"dispatch table {other}: neither a table (\"entries\") nor a fleet "
                                       "(\"tables\"); allowed: a dispatch.json that `convtune export` wrote")
+
+
+def test_calls_of_both_fast_kinds_are_remembered_and_unhashable_ones_are_not(fake_kind):
+    image, filt = FakeArray((8, 9), 1000), FakeArray((3, 3), 2000)
+    fake_kind.remember("conv2d", None, (image, filt), None, checked([(image, "image"), (filt, "filt")], (8, 9),
+                                                                    kind="cupy"))
+    assert len(_dispatch.fast_calls) == 1  # CuPy's calls take the fast path as PyTorch's do
+    fake_kind.remember("conv1d", ["valid"], (image, filt), None, checked([(image, "image"), (filt, "filt")], (8, 9)))
+    assert len(_dispatch.fast_calls) == 1  # a list in the key: the checked path goes on deciding
+    other = FakeArray((8, 10), 1000)
+    fake_kind.remember("conv2d", None, (other, filt), None, checked([(other, "image"), (filt, "filt")], (8, 10),
+                                                                    kind="jax"))
+    assert len(_dispatch.fast_calls) == 1  # JAX: always the checked path
