@@ -370,7 +370,8 @@ def try_python_mutant(entry, plan_dir, tree, timeout):
     return ("survived" if rc == 0 else "killed"), time.time() - start
 
 
-def run_python(args, entries, work, plan_dir):
+def python_workers(args, work, plan_dir):
+    """Each worker's own copy of the tree (a Python mutant is written in place), and how a mutant is tried."""
     trees = []
     for i in range(args.workers):
         t = work / f"worker{i}" / "tree"
@@ -382,39 +383,17 @@ def run_python(args, entries, work, plan_dir):
                        capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit("mutate: the unmutated package tests fail:\n" + r.stdout[-2000:])
-    free = list(trees)
-    deadline = time.time() + args.budget if args.budget else None
-    with open(work / "results.jsonl", "w") as out, futures.ThreadPoolExecutor(args.workers) as pool:
-        def one(entry):
-            t = free.pop()
-            try:
-                if deadline and time.time() > deadline:
-                    return None
-                outcome, seconds = try_python_mutant(entry, plan_dir, t, args.timeout)
-                return dict(entry, outcome=outcome, seconds=round(seconds, 1))
-            finally:
-                free.append(t)
-        for r in pool.map(one, entries):
-            if r is not None:
-                out.write(json.dumps(r) + "\n")
-                out.flush()
-    report(args)
+    return trees, lambda entry, tree: try_python_mutant(entry, plan_dir, tree, args.timeout)
 
 
-def run(args):
-    work = Path(args.work)
-    plan_dir = work / "plan"
-    entries = json.loads((plan_dir / "plan.json").read_text())["mutants"]
-    if args.limit:
-        entries = entries[:args.limit]
-    if all(e["file"].endswith(".py") for e in entries):
-        return run_python(args, entries, work, plan_dir)
+def cpp_workers(args, work, plan_dir, count):
+    """One build of a copy of the tree, a scratch folder a worker, and how a mutant is tried."""
     tree = work / "tree"
     tree.mkdir(parents=True, exist_ok=True)
     copy_tree(tree)
     t0 = time.time()
     build = Build(tree, os.cpu_count())
-    print(f"mutate: copy built in {time.time() - t0:.0f} s; {len(entries)} mutants, {args.workers} workers", flush=True)
+    print(f"mutate: copy built in {time.time() - t0:.0f} s; {count} mutants, {args.workers} workers", flush=True)
     workers = []
     for i in range(args.workers):
         d = work / f"worker{i}"
@@ -424,6 +403,19 @@ def run(args):
     with futures.ThreadPoolExecutor(args.workers) as pool:
         list(pool.map(lambda d: baseline(build, d, args.timeout), workers[:2]))
     print(f"mutate: baseline suite passes ({time.time() - t0:.0f} s for two at once)", flush=True)
+    return workers, lambda entry, d: try_mutant(build, entry, plan_dir, d, args.timeout)
+
+
+def run(args):
+    work = Path(args.work)
+    plan_dir = work / "plan"
+    entries = json.loads((plan_dir / "plan.json").read_text())["mutants"]
+    if args.limit:
+        entries = entries[:args.limit]
+    if all(e["file"].endswith(".py") for e in entries):
+        slots, attempt = python_workers(args, work, plan_dir)
+    else:
+        slots, attempt = cpp_workers(args, work, plan_dir, len(entries))
     results_path = work / "results.jsonl"
     done = {}
     if results_path.exists() and args.resume:
@@ -435,18 +427,18 @@ def run(args):
     seen = {}
     rank = [seen.setdefault(e["file"], []).append(e) or len(seen[e["file"]]) for e in todo]
     todo = [e for _, _, e in sorted(zip(rank, range(len(todo)), todo), key=lambda t: (t[0], t[1]))]
-    free = list(workers)
+    free = list(slots)
     deadline = time.time() + args.budget if args.budget else None
     with open(results_path, "a" if args.resume else "w") as out, futures.ThreadPoolExecutor(args.workers) as pool:
         def one(entry):
-            d = free.pop()
+            slot = free.pop()
             try:
                 if deadline and time.time() > deadline:
                     return None
-                outcome, seconds = try_mutant(build, entry, plan_dir, d, args.timeout)
+                outcome, seconds = attempt(entry, slot)
                 return dict(entry, outcome=outcome, seconds=round(seconds, 1))
             finally:
-                free.append(d)
+                free.append(slot)
         for r in pool.map(one, todo):
             if r is None:
                 continue
