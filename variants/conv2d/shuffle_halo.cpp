@@ -42,6 +42,8 @@ class Conv2dShuffleHalo : public JitConv2dVariant {
     return {define("BLOCK_X", cfg_int(c, "block_x")), define("BLOCK_Y", cfg_int(c, "block_y")),
             define("PY", cfg_int(c, "py"))};
   }
+  // The kernel reads the caller's filter: bind copies nothing (see the kernel's top comment).
+  bool constant_filter() const override { return false; }
   LaunchShape launch_shape(const Conv2d& p, const Config& c) const override {
     const int bx = cfg_int(c, "block_x"), by = cfg_int(c, "block_y");
     return {dim3(ceil_div(p.w, 4 * int64_t(bx)), ceil_div(p.h, int64_t(by) * cfg_int(c, "py"))), dim3(bx, by), 0};

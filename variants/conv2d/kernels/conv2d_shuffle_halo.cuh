@@ -1,7 +1,10 @@
 // conv2d, beyond the seeds: no shared memory and no barrier. A thread owns 4 adjacent output columns of PY
 // rows; it loads the PY + 2r input rows of its columns at once (one float4 a row), takes the 2r halo columns
 // from the neighbouring lanes by shuffles (the columns just past the warp are loaded by 8 lanes, one float
-// each), forms its sums with the taps as constant-memory FMA operands, stores and exits. Blocks are short-
+// each), forms its sums, stores and exits. The taps come from the filter argument (the same addresses in
+// every lane, loaded with the rows), not from constant memory: a constant-memory copy at each bind cost a
+// bound call 5.5 us of host time on an H200 (9.3-10.4 against 4.0-4.7 us) and saved at most 0.5 us of
+// kernel at 512^2, none from 2048^2 on (docs/PERFORMANCE.md, 2026-11-29 (night)). Blocks are short-
 // lived and each thread's loads are all in flight together, so the image streams as a copy kernel of one
 // float4 a thread does (on an H200 such a copy matched cudaMemcpy, 4159 GB/s, where a grid-stride float4
 // loop reached 3941). Each input row is read by the (PY + 2r) / PY threads that need it; the repeats hit
@@ -14,7 +17,6 @@
 #define FULL 0xffffffffu
 static_assert(RADIUS >= 0 && RADIUS <= 4, "the halo comes from one neighbouring float4");
 static_assert(BLOCK_X % 32 == 0, "whole warps along x");
-__constant__ float c_filter[FW * FW];
 
 struct Walk {
   int x;       // this thread's first column (a multiple of 4)
@@ -72,7 +74,10 @@ __device__ __forceinline__ void store_row(float* __restrict__ out, const float (
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)
-conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __restrict__ out, int h, int w) {
+conv2d_kernel(const float* __restrict__ in, const float* __restrict__ filter, float* __restrict__ out, int h, int w) {
+  float taps[FW * FW];
+#pragma unroll
+  for (int i = 0; i < FW * FW; ++i) taps[i] = __ldg(filter + i);
   in += (long long)blockIdx.z * h * w;  // image blockIdx.z of a batch (grid.z = b)
   out += (long long)blockIdx.z * h * w;
   const int lane = threadIdx.x % 32;
@@ -107,7 +112,7 @@ conv2d_kernel(const float* __restrict__ in, const float* __restrict__, float* __
       if (o < 0 || o >= PY) continue;
 #pragma unroll
       for (int n = 0; n < FW; ++n) {
-        const float f = c_filter[m * FW + n];
+        const float f = taps[m * FW + n];
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[o][q] = fmaf(f, win[q + n], acc[o][q]);
       }
