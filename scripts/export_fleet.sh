@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 H=results/nvidia-h100-80gb-hbm3 G=results/nvidia-h200
-args=("$H/default-20261126-052059" "$G/default-20261129-152754" -o "${FLEET_OUT:-results/fleet-h100-h200}")
-for r in "$H"/default-20261128-013355 "$G"/default-20261126-051130 "$G"/default-20261128-184104 "$G"/default-20261128-134540 "$G"/default-20261128-102817 "$G"/default-20261128-012633 "$H"/default-20261127-230147 "$H"/default-20261126-031501 "$H"/default-20261126-014032 "$H"/default-20261125-235916 "$H"/layers-20261125-234835 \
+args=("$H/default-20261126-052059" "$G/default-20261129-181650" -o "${FLEET_OUT:-results/fleet-h100-h200}")
+for r in "$H"/default-20261128-013355 "$G"/default-20261129-152754 "$G"/default-20261126-051130 "$G"/default-20261128-184104 "$G"/default-20261128-134540 "$G"/default-20261128-102817 "$G"/default-20261128-012633 "$H"/default-20261127-230147 "$H"/default-20261126-031501 "$H"/default-20261126-014032 "$H"/default-20261125-235916 "$H"/layers-20261125-234835 \
          "$H"/layers-20261126-002543 "$H"/default-20261125-215157 "$H"/layers-20261125-215851 "$H"/layers-20261125-221439 \
          "$G"/default-20261126-032356 "$G"/default-20261126-014913 "$G"/default-20261126-000856; do args+=(--repeat "$r"); done
 # Training only: shapes the tables do not list (never the unseen runs that check-dispatch judges them on).
