@@ -71,6 +71,8 @@ const std::vector<OptionRule>& option_rules() {
       {"subsample", 0, 1, true, false, "a number in (0, 1]", [](ModelOptions& o, double v) { o.subsample = v; }},
       {"min_child", 0, 1e6, false, false, "a number in [0, 1e6]", [](ModelOptions& o, double v) { o.min_child = v; }},
       {"lambda", 0, 1e6, false, false, "a number in [0, 1e6]", [](ModelOptions& o, double v) { o.lambda = v; }},
+      {"parallel", 1, 64, false, true, "an integer 1 to 64", [](ModelOptions& o, double v) { o.parallel = int(v); }},
+      {"seed", 0, 1e6, false, true, "an integer 0 to 1000000", [](ModelOptions& o, double v) { o.seed = int(v); }},
   };
   return rules;
 }
@@ -399,11 +401,12 @@ json fit_trees(const std::vector<float>& x, const std::vector<float>& y, const s
   xgb_check(XGDMatrixSetFloatInfo(b.data, "weight", w.data(), rows), "weights");
   xgb_check(XGBoosterCreate(&b.data, 1, &b.booster), "booster");
   const std::vector<std::pair<const char*, std::string>> params = {
-      {"objective", objective}, {"tree_method", "exact"}, {"nthread", "1"}, {"seed", "0"},
+      {"objective", objective}, {"tree_method", "exact"}, {"nthread", "1"}, {"seed", std::to_string(o.seed)},
       {"max_depth", std::to_string(o.depth)}, {"eta", exact(o.eta)},
       {"gamma", exact(o.gamma)}, {"base_score", std::to_string(base)},
       {"colsample_bytree", exact(o.colsample)}, {"subsample", exact(o.subsample)},
-      {"min_child_weight", exact(o.min_child)}, {"lambda", exact(o.lambda)}, {"verbosity", "0"}};
+      {"min_child_weight", exact(o.min_child)}, {"lambda", exact(o.lambda)}, {"verbosity", "0"},
+      {"num_parallel_tree", std::to_string(o.parallel)}};
   for (const auto& [k, v] : params) xgb_check(XGBoosterSetParam(b.booster, k, v.c_str()), k);
   for (int i = 0; i < o.rounds; ++i) xgb_check(XGBoosterUpdateOneIter(b.booster, i, b.data), "training");
   bst_ulong len = 0;
@@ -506,7 +509,8 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
   if (!o.others) model["fit"]["others"] = false;  // fits made before the option read the same
   if (candidates.size() > o.max_candidates) model["lookup_candidates"] = o.max_candidates;
   for (const auto& [name, value, plain] : {std::tuple{"colsample", o.colsample, 1.0}, {"subsample", o.subsample, 1.0},
-                                           {"min_child", o.min_child, 1.0}, {"lambda", o.lambda, 1.0}})
+                                           {"min_child", o.min_child, 1.0}, {"lambda", o.lambda, 1.0},
+                                           {"parallel", double(o.parallel), 1.0}, {"seed", double(o.seed), 0.0}})
     if (value != plain) model["fit"][name] = value;
   if (!layout.quantities.empty()) {  // models without them read as before
     json quantities = json::array();

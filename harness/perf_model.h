@@ -28,6 +28,8 @@ struct ModelOptions {
   // the share of columns each tree draws (seeded), of rows each tree draws, the least hessian in a leaf, and
   // the L2 weight of the leaves.
   double colsample = 1, subsample = 1, min_child = 1, lambda = 1;
+  int parallel = 1;      // XGBoost's num_parallel_tree: trees a round, each on its own subsample (a bagged forest)
+  int seed = 0;          // XGBoost's seed (what subsample and colsample draw)
   double clip = 3.0;     // targets over log2(best) + clip are clipped: 8x slower than the best is slow enough
   size_t max_candidates = 32;  // what the model chooses among, per family (the lookup's cost grows with it)
   // How many candidates the table lists for first-use tuning, the lookup's first (more configs to time from,

@@ -243,6 +243,32 @@ TEST(DispatchModel, OthersFalseTrainsOnTheCandidatesRowsOnly) {
   EXPECT_FALSE(all["families"]["conv2d"]["fit"].contains("others"));  // fits before the option read the same
 }
 
+TEST(DispatchModel, ParallelTreesAndTheSeedReachTheFit) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const Shipped& s = shipped();
+  const std::vector<json> conv1d = shipped_records_of("conv1d");
+  ModelOptions o;
+  o.rounds = 2;
+  o.depth = 3;
+  const auto model = [&](const ModelOptions& opts) { return fit_models(s.table, conv1d, opts)["families"]["conv1d"]; };
+  const json plain = model(o);
+  o.parallel = 3;
+  o.subsample = 0.5;
+  o.seed = 1;
+  const json bagged = model(o), again = model(o);
+  o.seed = 2;
+  const json reseeded = model(o);
+  // Each round adds `parallel` trees, to the regression and to the classifier alike.
+  EXPECT_EQ(plain["trees"].size(), 4u);
+  EXPECT_EQ(bagged["trees"].size(), 12u);
+  EXPECT_EQ(bagged["fit"]["parallel"], 3);
+  EXPECT_EQ(bagged["fit"]["seed"], 1);
+  EXPECT_FALSE(plain["fit"].contains("parallel"));  // fits before the options read the same
+  EXPECT_FALSE(plain["fit"].contains("seed"));
+  EXPECT_EQ(bagged["trees"].dump(), again["trees"].dump());  // a seed is deterministic
+  EXPECT_NE(bagged["trees"].dump(), reseeded["trees"].dump());  // and draws other subsamples than another
+}
+
 // A candidate that gave a wrong result on any training shape is never one the model may choose, however
 // fast it was elsewhere.
 TEST(DispatchModel, ACandidateThatFailedOnAnyShapeIsNoModelCandidate) {

@@ -257,7 +257,7 @@ struct ModelOptionsEnv : test::ScopedEnv {
 TEST(MutantKills, ModelOptionsReadEveryItemOfTheList) {
   const ModelOptions o = [] {
     const ModelOptionsEnv env("rounds=7,depth=3,eta=0.125,relative=0,cover=3,gamma=0.5,others=0,colsample=0.5,"
-                              "subsample=0.75,min_child=4,lambda=2");
+                              "subsample=0.75,min_child=4,lambda=2,parallel=3,seed=5");
     return ModelOptions::from_env();
   }();
   EXPECT_FALSE(o.others);
@@ -265,6 +265,8 @@ TEST(MutantKills, ModelOptionsReadEveryItemOfTheList) {
   EXPECT_DOUBLE_EQ(o.subsample, 0.75);
   EXPECT_DOUBLE_EQ(o.min_child, 4);
   EXPECT_DOUBLE_EQ(o.lambda, 2);
+  EXPECT_EQ(o.parallel, 3);
+  EXPECT_EQ(o.seed, 5);
   EXPECT_EQ(o.cover, 3u);
   EXPECT_DOUBLE_EQ(o.gamma, 0.5);
   EXPECT_EQ(o.rounds, 7);
@@ -290,7 +292,8 @@ TEST(MutantKills, ModelOptionsReadEveryItemOfTheList) {
            {"cover=-1", "cover an integer 0 to 1000"}, {"gamma=-1", "gamma a number in [0, 1e6]"},
            {"gamma=inf", "gamma a number in [0, 1e6]"}, {"colsample=0", "colsample a number in (0, 1]"},
            {"subsample=1.5", "subsample a number in (0, 1]"}, {"min_child=-1", "min_child a number in [0, 1e6]"},
-           {"lambda=nan", "lambda a number in [0, 1e6]"}, {"relative=2", "relative 0 or 1"}, {"others=", "others 0 or 1"}}) {
+           {"lambda=nan", "lambda a number in [0, 1e6]"}, {"relative=2", "relative 0 or 1"}, {"others=", "others 0 or 1"},
+           {"parallel=0", "parallel an integer 1 to 64"}, {"seed=-1", "seed an integer 0 to 1000000"}}) {
     const ModelOptionsEnv env(bad.c_str());
     const std::string msg = test::input_error([] { ModelOptions::from_env(); });
     EXPECT_EQ(msg, "CONVTUNE_MODEL_OPTIONS: '" + bad + "'; allowed: " + allowed) << bad;
