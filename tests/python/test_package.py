@@ -461,6 +461,14 @@ def test_bench_arguments():
             bench.parse_args(bad)
 
 
+def test_the_benchmark_streams_only_libraries_near_the_fastest_single_call():
+    from convtune import bench
+    assert bench.STREAM_CUTOFF == 4.0
+    ms = {"slow": 9.0, "fast": 2.0, "at the cutoff": 8.0, "near": 3.5, "past it": 8.01}
+    assert bench._streamed(ms) == ["fast", "at the cutoff", "near"]
+    assert bench._streamed({"alone": 0.5}) == ["alone"]
+
+
 def test_the_benchmark_compiles_ahead_what_it_runs():
     from convtune import bench
     quick = bench.problems(True)
