@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python package on the GPU machine (docs/PYTHON.md), in one call: install it (reusing build/python-<tag>),
-# its CPU and GPU tests, the per-call overhead against the C++ runtime (bench --overhead), the benchmark
-# against CuPy and PyTorch, and the ResNet-18 training check. From the repository root; logs and JSON under
+# its CPU and GPU tests, the per-call overhead against the C++ runtime (bench --overhead), the ResNet-18
+# training check, and the benchmark against CuPy and PyTorch. From the repository root; logs and JSON under
 # $OUT (default ./python-gpu-logs). Each step runs under its own time limit, and all of them within DEADLINE
 # seconds (default 540), so that the table at the end is always printed: a step that would start too late is
 # skipped and says so. pytest is stopped with SIGINT, so that it still prints its summary.
@@ -39,14 +39,15 @@ step() {  # step NAME LIMIT_S COMMAND...: COMMAND's output in $OUT/NAME.log, its
 step pip 200 python3 -m pip install --no-build-isolation -v .
 step pytest 300 python3 -m pytest -q -rfs tests/python/test_package.py tests/python/test_package_gpu.py
 step overhead 60 python3 -m convtune.bench --overhead --json "$OUT/overhead.json"
-step bench 120 python3 -m convtune.bench --json "$OUT/bench.json"
+# The training check before the benchmark, which takes what time is left (it prints each row as it goes).
 step train_check 180 python3 -m convtune.train_check --json "$OUT/train_check.json"
+step bench 240 python3 -m convtune.bench --json "$OUT/bench.json"
 
 [ "${rc[pip]}" = 0 ] || { echo "== pip"; tail -20 "$OUT/pip.log"; }
 echo "== pytest"
 grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20
 tail -1 "$OUT/pytest.log"
-for name in overhead bench train_check; do
+for name in overhead train_check bench; do
   echo "== $name"
   tail -40 "$OUT/$name.log"
 done
