@@ -509,9 +509,10 @@ json fit_family(const json& table, const std::string& family, const FamilyData& 
   if (!o.others) model["fit"]["others"] = false;  // fits made before the option read the same
   if (candidates.size() > o.max_candidates) model["lookup_candidates"] = o.max_candidates;
   for (const auto& [name, value, plain] : {std::tuple{"colsample", o.colsample, 1.0}, {"subsample", o.subsample, 1.0},
-                                           {"min_child", o.min_child, 1.0}, {"lambda", o.lambda, 1.0},
-                                           {"parallel", double(o.parallel), 1.0}, {"seed", double(o.seed), 0.0}})
+                                           {"min_child", o.min_child, 1.0}, {"lambda", o.lambda, 1.0}})
     if (value != plain) model["fit"][name] = value;
+  if (o.parallel != 1) model["fit"]["parallel"] = o.parallel;
+  if (o.seed != 0) model["fit"]["seed"] = o.seed;
   if (!layout.quantities.empty()) {  // models without them read as before
     json quantities = json::array();
     for (const auto& [name, program] : layout.quantities) quantities.push_back({{"name", name}, {"program", program}});

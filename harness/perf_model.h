@@ -20,7 +20,8 @@ namespace convtune {
 using json = nlohmann::json;
 
 struct ModelOptions {
-  int rounds = 40;       // trees of the regression, and as many of the classifier (the lookup's cost grows with them)
+  int rounds = 40;       // rounds of the regression, and as many of the classifier, each `parallel` trees (the
+                         // lookup's cost grows with the trees)
   int depth = 8;         // levels of each tree (at most; the data stops some branches sooner)
   double eta = 0.25;     // learning rate
   double gamma = 0;      // XGBoost's min_split_loss: a split must lower the loss this much (fewer nodes)
@@ -28,7 +29,8 @@ struct ModelOptions {
   // the share of columns each tree draws (seeded), of rows each tree draws, the least hessian in a leaf, and
   // the L2 weight of the leaves.
   double colsample = 1, subsample = 1, min_child = 1, lambda = 1;
-  int parallel = 1;      // XGBoost's num_parallel_tree: trees a round, each on its own subsample (a bagged forest)
+  int parallel = 1;      // XGBoost's num_parallel_tree: trees a round (a bagged forest only with subsample or
+                         // colsample below 1; else the trees are alike and only the step grows)
   int seed = 0;          // XGBoost's seed (what subsample and colsample draw)
   double clip = 3.0;     // targets over log2(best) + clip are clipped: 8x slower than the best is slow enough
   size_t max_candidates = 32;  // what the model chooses among, per family (the lookup's cost grows with it)

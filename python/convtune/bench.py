@@ -16,6 +16,7 @@ Convolution: see overhead() below.
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -198,10 +199,18 @@ def bench(args):
         bound = f"{copy_ms:9.4f} {lib_ms[best] / copy_ms:8.2f}x" if copy else ""
         print(f"{name:48} {ours_ms:12.4f} {best:>24} {lib_ms[best]:9.4f} {lib_ms[best] / ours_ms:8.2f}x "
               f"{ours_stream:10.4f} {best_stream:9.4f} {best_stream / ours_stream:8.2f}x {bound}", flush=True)
-    with open(args.json, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "samples": args.samples, "compiled_ahead_s": prepare_s,
-                   "rows": rows}, f, indent=1)
+        _write_json(args.json, torch, args.samples, prepare_s, rows)  # each row: a run stopped at a limit keeps its rows
+    _write_json(args.json, torch, args.samples, prepare_s, rows)
     return 0
+
+
+def _write_json(path, torch, samples, prepare_s, rows):
+    """The rows so far, written whole or not at all (beside it, then renamed): a stop mid-write tears nothing."""
+    partial = f"{path}.partial"
+    with open(partial, "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "samples": samples, "compiled_ahead_s": prepare_s,
+                   "rows": rows}, f, indent=1)
+    os.replace(partial, path)
 
 
 # --overhead: the host's time to issue one call, Python against C++.

@@ -469,6 +469,24 @@ def test_the_benchmark_streams_only_libraries_near_the_fastest_single_call():
     assert bench._streamed({"alone": 0.5}) == ["alone"]
 
 
+def test_the_benchmark_writes_its_json_whole_or_not_at_all(tmp_path):
+    from convtune import bench
+
+    class Torch:  # what _write_json reads of torch
+        class cuda:
+            @staticmethod
+            def get_device_name():
+                return "a GPU"
+
+    path = tmp_path / "bench.json"
+    bench._write_json(str(path), Torch, 20, 1.5, [{"problem": "conv2d 512^2 r=1"}])
+    assert json.loads(path.read_text()) == {"device": "a GPU", "samples": 20, "compiled_ahead_s": 1.5,
+                                             "rows": [{"problem": "conv2d 512^2 r=1"}]}
+    with pytest.raises(TypeError):  # a row that cannot be written: the last whole file stays
+        bench._write_json(str(path), Torch, 20, 1.5, [{"problem": object()}])
+    assert json.loads(path.read_text())["rows"] == [{"problem": "conv2d 512^2 r=1"}]
+
+
 def test_the_benchmark_compiles_ahead_what_it_runs():
     from convtune import bench
     quick = bench.problems(True)

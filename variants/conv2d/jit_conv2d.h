@@ -1,6 +1,7 @@
 // Shared machinery of the conv2d variants whose kernels are compiled with NVRTC: the radius and the
 // config become compile-time defines, the kernel is always `conv2d_kernel(in, filter, out, h, w)`,
-// and the filter goes to constant memory in bind() when the kernel declares `c_filter`.
+// and bind() copies the filter to the kernel's `c_filter` in constant memory unless the variant's
+// constant_filter() says its kernel reads the filter argument instead.
 #pragma once
 #include <string>
 #include <vector>

@@ -6,9 +6,9 @@
 namespace convtune {
 namespace {
 
-// A thread holds 5 (py + 2r) input floats and 4 py sums. Past r = 3 that costs occupancy for no gain:
-// measured on the H100 and H200 (8192^2), pipelined is faster from r = 3 on (0.209 against 0.216 ms on the
-// H100). A rolling form that walked 8-64 rows with 2r + 1 accumulator rows lost to these short walks at
+// A thread holds 5 (py + 2r) input floats, 4 py sums and (2r + 1)^2 taps (these since the taps left constant
+// memory). Past r = 3 that costs occupancy for no gain: measured on the H100 and H200 (8192^2, with the taps in
+// constant memory), pipelined is faster from r = 3 on (0.209 against 0.216 ms on the H100). A rolling form that walked 8-64 rows with 2r + 1 accumulator rows lost to these short walks at
 // every r (more registers, and its long walks stream worse); it was removed.
 constexpr int kShuffleMaxRadius = 3;
 // py: more rows a thread read each row fewer times from L2 and cost registers. On an H200 at 8192^2 r = 2 the

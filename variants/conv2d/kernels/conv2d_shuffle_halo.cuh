@@ -3,8 +3,8 @@
 // from the neighbouring lanes by shuffles (the columns just past the warp are loaded by 8 lanes, one float
 // each), forms its sums, stores and exits. The taps come from the filter argument (the same addresses in
 // every lane, loaded with the rows), not from constant memory: a constant-memory copy at each bind cost a
-// bound call 5.5 us of host time on an H200 (9.3-10.4 against 4.0-4.7 us) and saved at most 0.5 us of
-// kernel at 512^2, none from 2048^2 on (docs/PERFORMANCE.md, 2026-11-29 (night)). Blocks are short-
+// bound call 5.5 us of host time on an H200 (9.3-10.4 against 4.0-4.7 us) and saved at most 0.6 us of
+// kernel at 512^2, about 1% or less from 2048^2 on (docs/PERFORMANCE.md, 2026-11-29 (night)). Blocks are short-
 // lived and each thread's loads are all in flight together, so the image streams as a copy kernel of one
 // float4 a thread does (on an H200 such a copy matched cudaMemcpy, 4159 GB/s, where a grid-stride float4
 // loop reached 3941). Each input row is read by the (PY + 2r) / PY threads that need it; the repeats hit
