@@ -526,7 +526,7 @@ def package(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("step", choices=["plan", "run", "report", "all", "plots", "package"])
-    p.add_argument("--files", nargs="*", default=None, help="C++ files to mutate (default: the rule files)")
+    p.add_argument("--files", nargs="*", default=None, help="files to mutate, C++ or (package) Python (default: the rule files; package: PACKAGE_FILES)")
     p.add_argument("--sample", type=int, default=15, help="mutants per file (0: all)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2))

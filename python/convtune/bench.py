@@ -200,7 +200,8 @@ def bench(args):
         print(f"{name:48} {ours_ms:12.4f} {best:>24} {lib_ms[best]:9.4f} {lib_ms[best] / ours_ms:8.2f}x "
               f"{ours_stream:10.4f} {best_stream:9.4f} {best_stream / ours_stream:8.2f}x {bound}", flush=True)
         _write_json(args.json, torch, args.samples, prepare_s, rows)  # each row: a run stopped at a limit keeps its rows
-    _write_json(args.json, torch, args.samples, prepare_s, rows)
+    if not rows:
+        _write_json(args.json, torch, args.samples, prepare_s, rows)
     return 0
 
 
