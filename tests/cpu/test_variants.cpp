@@ -22,7 +22,7 @@ const Variant& registered(const char* n) { return Registry::instance().get(n); }
 TEST(Variants, TheSeedStrategiesAndBaselinesAreRegistered) {
   for (const char* n : {"conv2d.naive", "conv2d.constant", "conv2d.coarsened", "conv2d.tiled_in",
                         "conv2d.tiled_halo_l2", "conv2d.register_tiled", "conv2d.pipelined", "conv2d.shuffle_halo",
-                        "conv2d.wgmma_toeplitz", "conv2d.spectral_tiled",
+                        "conv2d.wgmma_toeplitz", "conv2d.spectral_tiled", "conv2d.row_bands",
                         "conv2d.spectral_rows", "conv2d.cudnn", "conv2d.fft"})
     EXPECT_NE(Registry::instance().find(n), nullptr) << n;
   EXPECT_TRUE(registered("conv2d.cudnn").library());
@@ -133,6 +133,37 @@ TEST(Variants, ShuffleHaloSaysWhyItCannotRunAndCountsItsRows) {
   const Cost cost = v.cost(valid_conv2d(1024, 1024, 2), c);
   EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (4 * 128 * 4 * 6 * 272.0 + 1024.0 * 1024.0));
   EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 25 * 1024 * 1024);
+}
+
+TEST(Variants, RowBandsSaysWhyItCannotRunAndCountsItsRows) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = registered("conv2d.row_bands");
+  const Config c = {{"band", 32}, {"py", 4}, {"threads", 64}};
+  auto batch = [](int64_t b, int64_t h, int64_t w, int64_t r) {
+    return Problem::from_json({{"family", "conv2d"}, {"b", b}, {"h", h}, {"w", w}, {"r", r}});
+  };
+  EXPECT_TRUE(v.can_implement(batch(16384, 32, 32, 1), c, dev).ok);
+  Config short_band = c;
+  short_band["band"] = 8;  // 7 x 9: one band of 3 groups of 4 columns; 64 threads are still allowed
+  EXPECT_TRUE(v.can_implement(valid_conv2d(7, 9, 0), short_band, dev).ok);
+  EXPECT_NE(v.can_implement(valid_conv2d(64, 64, 5), c, dev).reason.find("radius > 4"), std::string::npos);
+  Config odd = c;
+  odd["py"] = 3;
+  EXPECT_NE(v.can_implement(valid_conv2d(64, 64, 1), odd, dev).reason.find("multiple of py"), std::string::npos);
+  Config wide = c;
+  wide["threads"] = 128;  // a 32-wide band of 32 rows: 8 rows of 8 groups of 4 columns, 64 threads' work
+  EXPECT_NE(v.can_implement(batch(8, 32, 32, 1), wide, dev).reason.find("64 groups"), std::string::npos);
+  Config tall = c;
+  tall["band"] = 64;
+  EXPECT_NE(v.can_implement(batch(8, 16, 32, 1), tall, dev).reason.find("twice the image"), std::string::npos);
+  // 8192 x 8192 at band 64: 64 + 2 staged rows of 32 KB, past the 227 KB of a block.
+  tall["py"] = 1;
+  EXPECT_NE(v.can_implement(valid_conv2d(8192, 8192, 1), tall, dev).reason.find("shared memory"), std::string::npos);
+  // 100 rows in bands of 32 (32, 32, 32, 4): 100 own rows and 3 inner borders of 2r = 4 halo rows, read once
+  // a batch image; and every output written once.
+  const Cost cost = v.cost(batch(3, 100, 40, 2), c);
+  EXPECT_DOUBLE_EQ(cost.bytes_model, 4.0 * (3 * (100.0 + 3 * 4) * 40 + 3 * 100.0 * 40));
+  EXPECT_DOUBLE_EQ(cost.flops, 2.0 * 25 * 3 * 100 * 40);
 }
 
 TEST(Variants, WgmmaToeplitzSaysWhyItCannotRunAndCountsItsWork) {
