@@ -16,7 +16,7 @@ for r in "$H"/conv2d-20261126-041142 "$H"/conv2d-register-tiled-20261123-161324 
          "$G"/networks-20261128-043101 "$G"/networks-large-filters-20261128-042913 \
          "$G"/networks-bwd-filter-waves-20261128-101922 "$G"/networks-large-filters-bwd-filter-waves-20261128-102533 \
          "$G"/networks-rest-20261128-155709 "$G"/networks-varied-20261128-160213 "$G"/networks-more-20261128-212517 \
-         "$G"/networks-extra-20261129-004546 "$G"/conv1d-parts-20261129-040308 "$G"/conv2d-batched-20261129-204104 "$G"/conv1d-grid-20261129-044319 "$G"/networks-large-filters-more-20261129-062345 \
+         "$G"/networks-extra-20261129-004546 "$G"/conv1d-parts-20261129-040308 "$G"/conv2d-batched-20261129-210348 "$G"/conv1d-grid-20261129-044319 "$G"/networks-large-filters-more-20261129-062345 \
          "$G"/networks-fill-20261129-081158; do
   args+=(--train "$r")
 done

@@ -138,7 +138,7 @@ TEST(Variants, ShuffleHaloSaysWhyItCannotRunAndCountsItsRows) {
 TEST(Variants, RowBandsSaysWhyItCannotRunAndCountsItsRows) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
   const Variant& v = registered("conv2d.row_bands");
-  const Config c = {{"band", 32}, {"py", 4}, {"threads", 64}};
+  const Config c = {{"band", 32}, {"py", 4}, {"threads", 64}, {"stages", 1}};
   auto batch = [](int64_t b, int64_t h, int64_t w, int64_t r) {
     return Problem::from_json({{"family", "conv2d"}, {"b", b}, {"h", h}, {"w", w}, {"r", r}});
   };
@@ -159,6 +159,18 @@ TEST(Variants, RowBandsSaysWhyItCannotRunAndCountsItsRows) {
   // 8192 x 8192 at band 64: 64 + 2 staged rows of 32 KB, past the 227 KB of a block.
   tall["py"] = 1;
   EXPECT_NE(v.can_implement(valid_conv2d(8192, 8192, 1), tall, dev).reason.find("shared memory"), std::string::npos);
+  // Two stages (persistent blocks) hold two bands: 2048-wide bands of 16 + 2 rows take 144 KB each, one fits and two do not.
+  Config wide_rows = {{"band", 16}, {"py", 4}, {"threads", 256}, {"stages", 1}};
+  EXPECT_TRUE(v.can_implement(batch(4, 512, 2048, 1), wide_rows, dev).ok);
+  wide_rows["stages"] = 2;
+  EXPECT_NE(v.can_implement(batch(4, 512, 2048, 1), wide_rows, dev).reason.find("shared memory"), std::string::npos);
+  Config persistent = c;
+  persistent["stages"] = 2;
+  EXPECT_TRUE(v.can_implement(batch(2, 32, 32, 1), persistent, dev).ok);
+  EXPECT_NE(v.can_implement(batch(1, 32, 32, 1), persistent, dev).reason.find("one band"), std::string::npos);
+  // Tables and records made before the parameter name no `stages`: they ran a block a band.
+  const Config before = {{"band", 8}, {"py", 4}, {"threads", 64}};
+  EXPECT_EQ(v.space(batch(200, 96, 96, 2), dev).complete_config(before, "choice")["stages"], 1);
   // 100 rows in bands of 32 (32, 32, 32, 4): 100 own rows and 3 inner borders of 2r = 4 halo rows, read once
   // a batch image; and every output written once.
   const Cost cost = v.cost(batch(3, 100, 40, 2), c);

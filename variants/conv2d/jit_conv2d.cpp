@@ -52,13 +52,18 @@ namespace {
 
 class JitConv2dPlan : public Plan {
  public:
-  JitConv2dPlan(std::shared_ptr<Module> module, LaunchShape shape, const Conv2d& p, bool constant_filter)
+  JitConv2dPlan(std::shared_ptr<Module> module, LaunchShape shape, const Conv2d& p, bool constant_filter, int sms)
       : module_(std::move(module)), shape_(shape), h_(static_cast<int>(p.h)), w_(static_cast<int>(p.w)),
-        filter_elems_(p.fw() * p.fw()) {
-    shape_.grid.z = static_cast<unsigned>(p.b);  // one image per grid.z index
+        batch_(static_cast<int>(p.b)), filter_elems_(p.fw() * p.fw()) {
     fn_ = module_->function("conv2d_kernel");
     const int threads = static_cast<int>(shape.block.x * shape.block.y * shape.block.z);
     attrs_ = kernel_attributes(fn_, threads, shape.dynamic_smem);
+    if (shape_.persistent) {  // as many blocks as are resident at once, at most one an item
+      const int64_t resident = int64_t(std::max(1, attrs_.blocks_per_sm)) * std::max(1, sms);
+      shape_.grid.x = static_cast<unsigned>(std::min<int64_t>(shape_.grid.x, resident));
+    } else {
+      shape_.grid.z = static_cast<unsigned>(p.b);  // one image per grid.z index
+    }
     if (constant_filter) {
       size_t bytes = 0;
       constant_ = module_->global("c_filter", &bytes);
@@ -76,7 +81,7 @@ class JitConv2dPlan : public Plan {
   }
 
   void run(cudaStream_t stream) override {
-    void* args[] = {&in_, &filter_, &out_, &h_, &w_};
+    void* args[] = {&in_, &filter_, &out_, &h_, &w_, &batch_};  // the launch reads as many as the kernel declares
     launch(fn_, shape_.grid, shape_.block, shape_.dynamic_smem, stream, args);
   }
 
@@ -88,7 +93,7 @@ class JitConv2dPlan : public Plan {
   CUdeviceptr constant_ = 0;
   LaunchShape shape_;
   KernelAttributes attrs_;
-  int h_, w_;
+  int h_, w_, batch_;
   int64_t filter_elems_;
   const float* in_ = nullptr;
   const float* filter_ = nullptr;
@@ -97,11 +102,11 @@ class JitConv2dPlan : public Plan {
 
 }  // namespace
 
-std::unique_ptr<Plan> JitConv2dVariant::prepare(const Problem& prob, const Config& c, const DeviceInfo&,
+std::unique_ptr<Plan> JitConv2dVariant::prepare(const Problem& prob, const Config& c, const DeviceInfo& dev,
                                                 JitCache& jit) const {
   const Conv2d p(prob);
   auto module = jit.module(programs(prob, c).front());
-  return std::make_unique<JitConv2dPlan>(std::move(module), launch_shape(p, c), p, constant_filter());
+  return std::make_unique<JitConv2dPlan>(std::move(module), launch_shape(p, c), p, constant_filter(), dev.sms);
 }
 
 }  // namespace convtune

@@ -1,5 +1,6 @@
 // Shared machinery of the conv2d variants whose kernels are compiled with NVRTC: the radius and the
-// config become compile-time defines, the kernel is always `conv2d_kernel(in, filter, out, h, w)`,
+// config become compile-time defines, the kernel is always `conv2d_kernel(in, filter, out, h, w)` (a kernel
+// may declare the batch as a sixth `int`: the launch passes it, and a kernel of five never reads it),
 // and bind() copies the filter to the kernel's `c_filter` in constant memory unless the variant's
 // constant_filter() says its kernel reads the filter argument instead.
 #pragma once
@@ -18,6 +19,9 @@ struct LaunchShape {
   dim3 grid, block;
   int dynamic_smem = 0;
   int static_smem = 0;  // what the kernel declares, for can_implement (counted before compiling)
+  // Persistent blocks: grid.x work items (of all images), as many blocks as fit on the device at once (at
+  // most the items), grid.z 1; the kernel strides over the items. Else grid.z is the batch.
+  bool persistent = false;
 };
 
 class JitConv2dVariant : public Variant {

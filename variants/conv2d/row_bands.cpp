@@ -20,7 +20,10 @@ class Conv2dRowBands : public JitConv2dVariant {
     return ParamSpace()
         .add("band", "image rows a block computes (it stages band + 2r)", int_values({8, 16, 32, 64}))
         .add("py", "output rows a thread (4 columns each)", int_values({1, 2, 4}))
-        .add("threads", "threads per block", int_values({64, 128, 256, 512}));
+        .add("threads", "threads per block", int_values({64, 128, 256, 512}))
+        .add("stages", "1: a block a band (configs made before the parameter); 2: as many blocks as fit, each "
+                       "taking band after band with the next one's copy in flight",
+             int_values({1, 2}), 1);
   }
   // Every band stages its rows and 2r halo rows (those outside the image are zeros, not read).
   Cost cost(const Problem& prob, const Config& c) const override {
@@ -34,13 +37,19 @@ class Conv2dRowBands : public JitConv2dVariant {
   std::string source() const override { return "conv2d_row_bands.cuh"; }
   static int64_t pitch(const Conv2d& p) { return (p.w + 3) / 4 * 4; }
   std::vector<std::string> defines(const Conv2d&, const Config& c) const override {
-    return {define("BAND", cfg_int(c, "band")), define("PY", cfg_int(c, "py")), define("THREADS", cfg_int(c, "threads"))};
+    return {define("BAND", cfg_int(c, "band")), define("PY", cfg_int(c, "py")), define("THREADS", cfg_int(c, "threads")),
+            define("STAGES", cfg_int(c, "stages"))};
   }
   bool constant_filter() const override { return false; }  // taps from the filter argument
+  // Persistent: grid.x is every image's bands, of which the plan launches as many blocks as fit.
   LaunchShape launch_shape(const Conv2d& p, const Config& c) const override {
-    const int64_t band = cfg_int(c, "band");
-    return {dim3(unsigned(ceil_div(p.h, band))), dim3(cfg_int(c, "threads")),
-            int(4 * (band + 2 * p.r) * pitch(p)), 8};
+    const int64_t band = cfg_int(c, "band"), bands = ceil_div(p.h, band);
+    const bool persistent = cfg_int(c, "stages") == 2;
+    const int64_t stage_bytes = 4 * (band + 2 * p.r) * pitch(p);
+    LaunchShape s{dim3(unsigned(std::min<int64_t>(persistent ? bands * p.b : bands, 0x7fffffff))),
+                  dim3(cfg_int(c, "threads")), int((persistent ? 2 : 1) * stage_bytes), 16};
+    s.persistent = persistent;
+    return s;
   }
   Status constraints(const Conv2d& p, const Config& c, const DeviceInfo& dev) const override {
     if (dev.cc_major < 8) return Status::no("row_bands stages rows with cp.async: compute capability 8.0 or later");
@@ -48,6 +57,8 @@ class Conv2dRowBands : public JitConv2dVariant {
       return Status::no("radius > " + std::to_string(kRowBandsMaxRadius) + " (the halo within one neighbouring float4)");
     const int64_t band = cfg_int(c, "band"), py = cfg_int(c, "py");
     if (band % py != 0) return Status::no("band must be a multiple of py");
+    if (cfg_int(c, "stages") == 2 && p.b * ceil_div(p.h, band) < 2)
+      return Status::no("two stages over one band: nothing to overlap");
     if (band > 2 * p.h && band > 8) return Status::no("band over twice the image's height (a smaller band does the same)");
     // Threads beyond a band's 4-column groups would idle.
     const int64_t work = band / py * (pitch(p) / 4);
