@@ -106,6 +106,23 @@ TEST(GpuVariants, EveryVariantIsCorrectOnAwkwardShapes) {
     EXPECT_GT(ok_per_variant[v->name()], 0) << v->name() << " never ran correctly";
 }
 
+// A block of exactly 48 KB of dynamic shared memory and a few bytes of static (row_bands' two stages of band 8
+// at 512 columns and r = 2, and its mbarriers) needs the opt-in: its launch failed, CUDA_ERROR_INVALID_VALUE,
+// while kernel_attributes asked for it only past 48 KB of dynamic memory alone.
+TEST(GpuVariants, SharedMemoryJustPast48KbLaunches) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
+  const DeviceInfo dev = DeviceInfo::query(0);
+  if (dev.max_smem_per_block_optin <= 48 * 1024) GTEST_SKIP() << "this GPU has no shared memory past 48 KB a block";
+  JitCache jit(JitCache::default_dir(), dev.arch());
+  Runner runner(dev, Ceilings{}, quick(), jit, 2026);
+  const Problem p = Problem::from_json({{"family", "conv2d"}, {"b", 4}, {"h", 64}, {"w", 512}, {"r", 2}});
+  const json rec = runner.run(Registry::instance().get("conv2d.row_bands"), p,
+                              {{"band", 8}, {"py", 1}, {"threads", 64}, {"stages", 2}});
+  EXPECT_EQ(rec["status"], status::ok) << rec.dump().substr(0, 600);
+  EXPECT_EQ(rec["kernel"]["dynamic_smem_bytes"], 48 * 1024);
+  EXPECT_GT(rec["kernel"]["static_smem_bytes"].get<int>(), 0);
+}
+
 TEST(GpuVariants, AWrongKernelIsCaught) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
   // The verification must fail when an output is left unwritten: run a plan whose output is poisoned
