@@ -28,39 +28,36 @@ std::map<std::string, int> assign_folds(const std::vector<json>& records, int fo
   return out;
 }
 
-void judge(RatioStats& s, const std::map<std::string, double>& ms, const std::string& candidate, double best, json& row,
-           const char* key) {
-  const auto it = ms.find(candidate);
-  if (it == ms.end()) {
+void judge(RatioStats& s, const ProblemTimes& t, const json& candidate, double best, json& row, const char* key) {
+  const double* ms = t.time_of(candidate);
+  if (!ms) {
     ++s.unmeasured;
     return;
   }
-  s.add(it->second / best);
-  row[key] = it->second / best;
+  s.add(*ms / best);
+  row[key] = *ms / best;
 }
 
 // What the runtime ends up running, as check_dispatch() has it: the first of the fallback chain that the
 // run did not record as refused (a library refuses some shapes only when asked, on the GPU).
-std::string runs(const DispatchTable::Pick& table, const Problem& p, const DeviceInfo& dev, const Lookup& choice,
-                 const std::set<std::string>& refused) {
+json runs(const DispatchTable::Pick& table, const Problem& p, const DeviceInfo& dev, const Lookup& choice,
+          const ProblemTimes& t) {
   for (const json& c : fallback_chain(table, p, &dev, choice))
-    if (c.contains("candidate") && !refused.count(c["candidate"].get<std::string>())) return c["candidate"].get<std::string>();
-  return choice.entry.at("candidate").get<std::string>();
+    if (c.contains("candidate") && !t.refused_as(c)) return c;
+  return choice.entry;
 }
 
 // What a perfect model would choose: the fastest of the model's candidates that the run measured on the
 // shape (0 when the table has no model of the family, or none was measured). Tells a weak regression from
 // a candidate list that lacks the shape's winner.
-double best_of_candidates(const json& table, const std::string& family, const std::map<std::string, double>& ms) {
+double best_of_candidates(const json& table, const std::string& family, const ProblemTimes& t) {
   const json* model = table.contains("model") ? &table["model"]["families"] : nullptr;
   if (!model || !model->contains(family)) return 0;
   double fastest = 0;
   const json& candidates = (*model)[family].at("candidates");
   const size_t lookup = (*model)[family].value("lookup_candidates", size_t(0));  // what the lookup chooses among
   for (size_t i = 0; i < candidates.size() && (lookup == 0 || i < lookup); ++i) {
-    const json& c = candidates[i];
-    const auto it = ms.find(c.at("candidate").get<std::string>());
-    if (it != ms.end()) fastest = fastest == 0 ? it->second : std::min(fastest, it->second);
+    if (const double* ms = t.time_of(candidates[i])) fastest = fastest == 0 ? *ms : std::min(fastest, *ms);
   }
   return fastest;
 }
@@ -105,21 +102,19 @@ json cross_validate(const json& summary, const std::vector<json>& records, int f
       json row = {{"problem_key", key}, {"family", p.family}, {"fold", f}};
       try {
         const Lookup m = lookup(pick, p, &dev), n = lookup(plain_pick, p, &dev);
-        const std::string m_run = runs(pick, p, dev, m, t->second.refused), n_run = runs(plain_pick, p, dev, n, t->second.refused);
-        row["model_choice"] = m_run;
+        const json m_run = runs(pick, p, dev, m, t->second), n_run = runs(plain_pick, p, dev, n, t->second);
+        row["model_choice"] = m_run.at("candidate");
         row["model_rule"] = m.rule;
-        row["nearest_choice"] = n_run;
-        judge(model[p.family], t->second.ms, m_run, best, row, "model_ratio");
-        judge(nearest[p.family], t->second.ms, n_run, best, row, "nearest_ratio");
-        if (const double ideal = best_of_candidates(table, p.family, t->second.ms); ideal > 0) {
+        row["nearest_choice"] = n_run.at("candidate");
+        judge(model[p.family], t->second, m_run, best, row, "model_ratio");
+        judge(nearest[p.family], t->second, n_run, best, row, "nearest_ratio");
+        if (const double ideal = best_of_candidates(table, p.family, t->second); ideal > 0) {
           perfect[p.family].add(ideal / best);
           row["candidates_ratio"] = ideal / best;
         }
         double fastest = 0;
-        for (const json& c : tuning_shortlist(pick, p, &dev)) {
-          const auto it = t->second.ms.find(c.at("candidate").get<std::string>());
-          if (it != t->second.ms.end()) fastest = fastest == 0 ? it->second : std::min(fastest, it->second);
-        }
+        for (const json& c : tuning_shortlist(pick, p, &dev))
+          if (const double* ms = t->second.time_of(c)) fastest = fastest == 0 ? *ms : std::min(fastest, *ms);
         if (fastest > 0) {
           tuned[p.family].add(fastest / best);
           row["tuned_ratio"] = fastest / best;

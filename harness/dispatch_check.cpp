@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -15,18 +16,32 @@
 #include "harness/fleet.h"
 #include "harness/problem.h"
 #include "harness/records.h"
+#include "harness/variant.h"
 
 namespace convtune {
 namespace {
 
 // First-use tuning keeps the fastest of its shortlist: here, the fastest the run measured of it (0: none).
-double fastest_of(const std::vector<json>& shortlist, const std::map<std::string, double>& ms) {
+double fastest_of(const std::vector<json>& shortlist, const ProblemTimes& t) {
   double fastest = 0;
-  for (const json& c : shortlist) {
-    const auto m = ms.find(c.at("candidate").get<std::string>());
-    if (m != ms.end() && (fastest == 0 || m->second < fastest)) fastest = m->second;
-  }
+  for (const json& c : shortlist)
+    if (const double* ms = t.time_of(c); ms && (fastest == 0 || *ms < fastest)) fastest = *ms;
   return fastest;
+}
+
+// The parameters of a variant's space on a problem that a config may leave out, with the value that then means
+// (none for a variant not registered here, or a problem this build no longer reads).
+std::vector<std::pair<std::string, json>> absent_params(const std::string& variant, const json& problem) {
+  std::vector<std::pair<std::string, json>> out;
+  const Variant* v = Registry::instance().find(variant);
+  if (!v) return out;
+  try {
+    const ParamSpace space = v->space(Problem::from_json(problem), DeviceInfo::offline_sm90());  // params() refers into it
+    for (const Param& p : space.params())
+      if (!p.absent.is_null()) out.emplace_back(p.name, p.absent);
+  } catch (const std::exception&) {
+  }
+  return out;
 }
 
 // One lookup's time here, in seconds: the median of a few repeats, so that one page fault or cold cache
@@ -51,18 +66,50 @@ std::optional<DeviceInfo> run_device(const json& device) {
 
 }  // namespace
 
+std::string current_name(const json& candidate, const json& problem) {
+  const std::string name = candidate.at("candidate").get<std::string>();
+  if (!candidate.contains("variant") || !candidate.value("config", json()).is_object() || !problem.is_object())
+    return name;
+  const std::string variant = candidate.at("variant").get<std::string>();
+  static std::mutex mutex;  // the spaces' absent parameters, once a (variant, problem)
+  static std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, json>>> cache;
+  std::vector<std::pair<std::string, json>> absent;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    const auto key = std::make_pair(variant, problem.dump());
+    auto it = cache.find(key);
+    if (it == cache.end()) it = cache.emplace(key, absent_params(variant, problem)).first;
+    absent = it->second;
+  }
+  Config config = candidate.at("config");
+  bool added = false;
+  for (const auto& [param, value] : absent)
+    if (!config.contains(param)) {
+      config[param] = value;
+      added = true;
+    }
+  return added ? candidate_name(variant, config) : name;
+}
+
+const double* ProblemTimes::time_of(const json& candidate) const {
+  const auto it = ms.find(current_name(candidate, problem));
+  return it == ms.end() ? nullptr : &it->second;
+}
+
+bool ProblemTimes::refused_as(const json& candidate) const { return refused.count(current_name(candidate, problem)) > 0; }
+
 std::map<std::string, ProblemTimes> times_by_problem(const std::vector<json>& records) {
   std::map<std::string, ProblemTimes> out;
   for (const json& r : records) {
-    const std::string st = r.value("status", "");
+    const std::string st = r.value("status", ""), name = current_name(r, r.value("problem", json()));
     if (st == status::skipped || st == status::runtime_error || st == status::compile_error)
-      out[r.at("problem_key").get<std::string>()].refused.insert(r.at("candidate").get<std::string>());
+      out[r.at("problem_key").get<std::string>()].refused.insert(name);
     if (st != status::ok || !r.contains("time")) continue;
     if (r.value("fidelity", "full") != "full") continue;  // a brief halving round is not the candidate's time
     ProblemTimes& t = out[r.at("problem_key").get<std::string>()];
-    t.refused.erase(r.at("candidate").get<std::string>());
+    t.refused.erase(name);
     t.problem = r.at("problem");
-    t.ms[r.at("candidate").get<std::string>()] = r["time"]["median_ms"].get<double>();
+    t.ms[name] = r["time"]["median_ms"].get<double>();
   }
   return out;
 }
@@ -105,13 +152,15 @@ json check_dispatch(const json& dispatch, const json& device, const std::vector<
     const Lookup& choice = on_device.lookup;
     // What the runtime ends up running: the first of its chain that the run did not see refused (a library
     // that does not support the shape says so only when asked, on the GPU).
-    std::string chosen = choice.entry.at("candidate").get<std::string>(), rule = choice.rule;
+    json chosen_entry = choice.entry;
+    std::string rule = choice.rule;
     for (const json& c : fallback_chain(pick, p, dev ? &*dev : nullptr, choice))
-      if (c.contains("candidate") && !t.refused.count(c["candidate"].get<std::string>())) {
-        chosen = c["candidate"].get<std::string>();
+      if (c.contains("candidate") && !t.refused_as(c)) {
+        chosen_entry = c;
         rule = c["rule"].get<std::string>();
         break;
       }
+    const std::string chosen = chosen_entry.at("candidate").get<std::string>();
     auto best = t.ms.begin();
     for (auto it = t.ms.begin(); it != t.ms.end(); ++it)
       if (it->second < best->second) best = it;
@@ -119,19 +168,19 @@ json check_dispatch(const json& dispatch, const json& device, const std::vector<
                 {"chosen_ms", nullptr}, {"best", best->first}, {"best_ms", best->second}, {"ratio", nullptr},
                 {"tuned_ratio", nullptr}};
     const bool unseen = choice.rule == "nearest" || choice.rule == "model";
-    const double tuned_ms = unseen ? fastest_of(on_device.shortlist, t.ms) : 0;
+    const double tuned_ms = unseen ? fastest_of(on_device.shortlist, t) : 0;
     if (tuned_ms > 0) {
       row["tuned_ratio"] = tuned_ms / best->second;
       tuned.add(tuned_ms / best->second);
       tuned_by_family[p.family].add(tuned_ms / best->second);
     }
-    const auto it = t.ms.find(chosen);
-    if (it == t.ms.end()) ++by_family[p.family].unmeasured;
-    if (it != t.ms.end()) {
-      row["chosen_ms"] = it->second;
-      row["ratio"] = it->second / best->second;
-      all.add(it->second / best->second);
-      by_family[p.family].add(it->second / best->second);
+    const double* chosen_ms = t.time_of(chosen_entry);
+    if (!chosen_ms) ++by_family[p.family].unmeasured;
+    if (chosen_ms) {
+      row["chosen_ms"] = *chosen_ms;
+      row["ratio"] = *chosen_ms / best->second;
+      all.add(*chosen_ms / best->second);
+      by_family[p.family].add(*chosen_ms / best->second);
     }
     rows.push_back(std::move(row));
   }

@@ -15,11 +15,20 @@ using json = nlohmann::json;
 
 // What a run measured of each problem: its latest ok full-fidelity record's median per candidate, and the
 // candidates whose latest record says they could not run (a library's refusal, a skip, an error).
+// Candidates are keyed by current_name().
 struct ProblemTimes {
   json problem;
   std::map<std::string, double> ms;
   std::set<std::string> refused;
+  // The run's median of `candidate` (a record, a table's entry or a shortlist's: candidate, variant, config), or
+  // null; and whether the run recorded it refused.
+  const double* time_of(const json& candidate) const;
+  bool refused_as(const json& candidate) const;
 };
+// A candidate's name with each parameter its variant's space added since (one with an `absent` value, left out
+// of its config) at that value, the kernel such configs ran: so that records and tables made before a parameter
+// existed meet those made after it (a table naming row_bands' `stages=1`, a run naming none).
+std::string current_name(const json& candidate, const json& problem);
 std::map<std::string, ProblemTimes> times_by_problem(const std::vector<json>& records);  // by problem key
 
 // Ratios to the best of a set of problems: how many were measured (and not), within 1.1x and 1.25x, the

@@ -410,6 +410,31 @@ TEST(DispatchCheck, ComparesTheTablesChoiceWithTheBestOfTheRun) {
       << elsewhere;
 }
 
+// A record made before its variant gained a parameter with an `absent` value (row_bands' `stages`) names the
+// same kernel as a table's choice that names it at that value: the checks must see one candidate, not two.
+TEST(DispatchCheck, RecordsMadeBeforeAParameterMeetATableThatNamesIt) {
+  const Problem p = Problem::from_json({{"family", "conv2d"}, {"b", 200}, {"h", 96}, {"w", 96}, {"r", 2}});
+  const json before = {{"band", 32}, {"py", 4}, {"threads", 64}}, now = {{"band", 32}, {"py", 4}, {"stages", 1}, {"threads", 64}};
+  const json old_record = record(p, "conv2d.row_bands", before, "ok", 0.0118, 3);
+  const json table_choice = {{"candidate", candidate_name("conv2d.row_bands", now)}, {"variant", "conv2d.row_bands"}, {"config", now}};
+  EXPECT_EQ(current_name(old_record, p.to_json()), "conv2d.row_bands[band=32,py=4,stages=1,threads=64]");
+  EXPECT_EQ(current_name(table_choice, p.to_json()), table_choice["candidate"]);
+  const auto times = times_by_problem({old_record, record(p, "conv2d.row_bands", {{"band", 8}, {"py", 4}, {"stages", 2}, {"threads", 64}}, "skipped", 0, 3)});
+  const ProblemTimes& t = times.at(p.key());
+  ASSERT_NE(t.time_of(table_choice), nullptr);
+  EXPECT_DOUBLE_EQ(*t.time_of(table_choice), 0.0118);
+  EXPECT_FALSE(t.refused_as(table_choice));
+  EXPECT_TRUE(t.refused_as({{"candidate", "conv2d.row_bands[band=8,py=4,stages=2,threads=64]"}, {"variant", "conv2d.row_bands"},
+                            {"config", {{"band", 8}, {"py", 4}, {"stages", 2}, {"threads", 64}}}}));
+  // Another value of the parameter is another kernel; a variant this build lacks keeps its recorded name.
+  json two_stages = table_choice;
+  two_stages["config"]["stages"] = 2;
+  two_stages["candidate"] = candidate_name("conv2d.row_bands", two_stages["config"]);
+  EXPECT_EQ(t.time_of(two_stages), nullptr);
+  const json plugin = {{"candidate", "mine.kernel[x=1]"}, {"variant", "mine.kernel"}, {"config", {{"x", 1}}}};
+  EXPECT_EQ(current_name(plugin, p.to_json()), "mine.kernel[x=1]");
+}
+
 TEST(Dispatch, EntriesCarryTheirNextFastestCandidates) {
   const json table = make_dispatch(kSummary, synthetic_records());
   // 4096 r=7: register_tiled B chosen (0.25); then A (0.3) and cuDNN (0.4); failed candidates never.
