@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -27,21 +26,6 @@ double fastest_of(const std::vector<json>& shortlist, const ProblemTimes& t) {
   for (const json& c : shortlist)
     if (const double* ms = t.time_of(c); ms && (fastest == 0 || *ms < fastest)) fastest = *ms;
   return fastest;
-}
-
-// The parameters of a variant's space on a problem that a config may leave out, with the value that then means
-// (none for a variant not registered here, or a problem this build no longer reads).
-std::vector<std::pair<std::string, json>> absent_params(const std::string& variant, const json& problem) {
-  std::vector<std::pair<std::string, json>> out;
-  const Variant* v = Registry::instance().find(variant);
-  if (!v) return out;
-  try {
-    const ParamSpace space = v->space(Problem::from_json(problem), DeviceInfo::offline_sm90());  // params() refers into it
-    for (const Param& p : space.params())
-      if (!p.absent.is_null()) out.emplace_back(p.name, p.absent);
-  } catch (const std::exception&) {
-  }
-  return out;
 }
 
 // One lookup's time here, in seconds: the median of a few repeats, so that one page fault or cold cache
@@ -66,49 +50,47 @@ std::optional<DeviceInfo> run_device(const json& device) {
 
 }  // namespace
 
-std::string current_name(const json& candidate, const json& problem) {
+std::string ProblemTimes::name_of(const json& candidate) const {
   const std::string name = candidate.at("candidate").get<std::string>();
   if (!candidate.contains("variant") || !candidate.value("config", json()).is_object() || !problem.is_object())
     return name;
   const std::string variant = candidate.at("variant").get<std::string>();
-  static std::mutex mutex;  // the spaces' absent parameters, once a (variant, problem)
-  static std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, json>>> cache;
-  std::vector<std::pair<std::string, json>> absent;
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    const auto key = std::make_pair(variant, problem.dump());
-    auto it = cache.find(key);
-    if (it == cache.end()) it = cache.emplace(key, absent_params(variant, problem)).first;
-    absent = it->second;
+  auto it = spaces_.find(variant);
+  if (it == spaces_.end()) {
+    std::optional<ParamSpace> space;
+    if (const Variant* v = Registry::instance().find(variant)) try {
+        space = v->space(Problem::from_json(problem), DeviceInfo::offline_sm90());
+      } catch (const std::exception&) {  // a problem this build no longer reads
+      }
+    it = spaces_.emplace(variant, std::move(space)).first;
   }
-  Config config = candidate.at("config");
-  bool added = false;
-  for (const auto& [param, value] : absent)
-    if (!config.contains(param)) {
-      config[param] = value;
-      added = true;
-    }
-  return added ? candidate_name(variant, config) : name;
+  if (!it->second) return name;
+  try {
+    const Config config = it->second->complete_config(candidate.at("config"), name);
+    return config == candidate.at("config") ? name : candidate_name(variant, config);
+  } catch (const InputError&) {  // a config of another age this space does not read: as it was recorded
+    return name;
+  }
 }
 
 const double* ProblemTimes::time_of(const json& candidate) const {
-  const auto it = ms.find(current_name(candidate, problem));
+  const auto it = ms.find(name_of(candidate));
   return it == ms.end() ? nullptr : &it->second;
 }
 
-bool ProblemTimes::refused_as(const json& candidate) const { return refused.count(current_name(candidate, problem)) > 0; }
+bool ProblemTimes::refused_as(const json& candidate) const { return refused.count(name_of(candidate)) > 0; }
 
 std::map<std::string, ProblemTimes> times_by_problem(const std::vector<json>& records) {
   std::map<std::string, ProblemTimes> out;
   for (const json& r : records) {
-    const std::string st = r.value("status", ""), name = current_name(r, r.value("problem", json()));
-    if (st == status::skipped || st == status::runtime_error || st == status::compile_error)
-      out[r.at("problem_key").get<std::string>()].refused.insert(name);
+    const std::string st = r.value("status", "");
+    ProblemTimes& t = out[r.at("problem_key").get<std::string>()];
+    if (t.problem.is_null()) t.problem = r.value("problem", json());
+    const std::string name = t.name_of(r);
+    if (st == status::skipped || st == status::runtime_error || st == status::compile_error) t.refused.insert(name);
     if (st != status::ok || !r.contains("time")) continue;
     if (r.value("fidelity", "full") != "full") continue;  // a brief halving round is not the candidate's time
-    ProblemTimes& t = out[r.at("problem_key").get<std::string>()];
     t.refused.erase(name);
-    t.problem = r.at("problem");
     t.ms[name] = r["time"]["median_ms"].get<double>();
   }
   return out;

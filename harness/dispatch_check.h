@@ -3,11 +3,14 @@
 // that run, the run's fastest ok candidate, and their ratio.
 #pragma once
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "harness/params.h"
 
 namespace convtune {
 
@@ -15,20 +18,24 @@ using json = nlohmann::json;
 
 // What a run measured of each problem: its latest ok full-fidelity record's median per candidate, and the
 // candidates whose latest record says they could not run (a library's refusal, a skip, an error).
-// Candidates are keyed by current_name().
-struct ProblemTimes {
+class ProblemTimes {
+ public:
   json problem;
-  std::map<std::string, double> ms;
+  std::map<std::string, double> ms;  // by name_of()
   std::set<std::string> refused;
   // The run's median of `candidate` (a record, a table's entry or a shortlist's: candidate, variant, config), or
   // null; and whether the run recorded it refused.
   const double* time_of(const json& candidate) const;
   bool refused_as(const json& candidate) const;
+  // The candidate's name with its config completed by its variant's space on `problem` (each left-out parameter
+  // that has an `absent` value at that value, the kernel such configs ran), so that records and tables made
+  // before a parameter existed meet those made after it (a table naming row_bands' `stages=1`, a run naming
+  // none). A variant not registered here, or a config its space refuses, keeps its recorded name.
+  std::string name_of(const json& candidate) const;
+
+ private:
+  mutable std::map<std::string, std::optional<ParamSpace>> spaces_;  // by variant, on `problem`
 };
-// A candidate's name with each parameter its variant's space added since (one with an `absent` value, left out
-// of its config) at that value, the kernel such configs ran: so that records and tables made before a parameter
-// existed meet those made after it (a table naming row_bands' `stages=1`, a run naming none).
-std::string current_name(const json& candidate, const json& problem);
 std::map<std::string, ProblemTimes> times_by_problem(const std::vector<json>& records);  // by problem key
 
 // Ratios to the best of a set of problems: how many were measured (and not), within 1.1x and 1.25x, the

@@ -417,10 +417,10 @@ TEST(DispatchCheck, RecordsMadeBeforeAParameterMeetATableThatNamesIt) {
   const json before = {{"band", 32}, {"py", 4}, {"threads", 64}}, now = {{"band", 32}, {"py", 4}, {"stages", 1}, {"threads", 64}};
   const json old_record = record(p, "conv2d.row_bands", before, "ok", 0.0118, 3);
   const json table_choice = {{"candidate", candidate_name("conv2d.row_bands", now)}, {"variant", "conv2d.row_bands"}, {"config", now}};
-  EXPECT_EQ(current_name(old_record, p.to_json()), "conv2d.row_bands[band=32,py=4,stages=1,threads=64]");
-  EXPECT_EQ(current_name(table_choice, p.to_json()), table_choice["candidate"]);
   const auto times = times_by_problem({old_record, record(p, "conv2d.row_bands", {{"band", 8}, {"py", 4}, {"stages", 2}, {"threads", 64}}, "skipped", 0, 3)});
   const ProblemTimes& t = times.at(p.key());
+  EXPECT_EQ(t.name_of(old_record), "conv2d.row_bands[band=32,py=4,stages=1,threads=64]");
+  EXPECT_EQ(t.name_of(table_choice), table_choice["candidate"]);
   ASSERT_NE(t.time_of(table_choice), nullptr);
   EXPECT_DOUBLE_EQ(*t.time_of(table_choice), 0.0118);
   EXPECT_FALSE(t.refused_as(table_choice));
@@ -432,7 +432,10 @@ TEST(DispatchCheck, RecordsMadeBeforeAParameterMeetATableThatNamesIt) {
   two_stages["candidate"] = candidate_name("conv2d.row_bands", two_stages["config"]);
   EXPECT_EQ(t.time_of(two_stages), nullptr);
   const json plugin = {{"candidate", "mine.kernel[x=1]"}, {"variant", "mine.kernel"}, {"config", {{"x", 1}}}};
-  EXPECT_EQ(current_name(plugin, p.to_json()), "mine.kernel[x=1]");
+  EXPECT_EQ(t.name_of(plugin), "mine.kernel[x=1]");
+  // A config its space cannot complete (a required parameter left out) keeps its recorded name.
+  const json partial = {{"candidate", "conv2d.row_bands[band=32]"}, {"variant", "conv2d.row_bands"}, {"config", {{"band", 32}}}};
+  EXPECT_EQ(t.name_of(partial), "conv2d.row_bands[band=32]");
 }
 
 TEST(Dispatch, EntriesCarryTheirNextFastestCandidates) {
