@@ -197,7 +197,7 @@ KernelAttributes kernel_attributes(CUfunction fn, int threads, int dynamic_smem)
   CT_CU(driver().cuFuncGetAttribute(&a.static_smem_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn));
   CT_CU(driver().cuFuncGetAttribute(&a.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn));
   // Past 48 KB a block's shared memory, static and dynamic together, needs the opt-in (a kernel of exactly 48 KB
-  // dynamic and 16 bytes of mbarriers failed its launch without it).
+  // dynamic and 128 bytes of static failed its launch without it).
   if (dynamic_smem + a.static_smem_bytes > 48 * 1024)
     CT_CU(driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_smem));
   a.dynamic_smem_bytes = dynamic_smem;
