@@ -1,5 +1,5 @@
 // conv2d.row_bands: a block stages a band of whole image rows and its 2r halo rows in shared memory (on sm_90
-// one bulk copy, the rows being contiguous) and computes the band's outputs from there: for batches of small
+// by bulk copies, a row each) and computes the band's outputs from there: for batches of small
 // images, which tiled kernels cover mostly with edge tiles (kernels/conv2d_row_bands.cuh).
 #include "variants/conv2d/jit_conv2d.h"
 
@@ -15,7 +15,7 @@ class Conv2dRowBands : public JitConv2dVariant {
  public:
   std::string name() const override { return "conv2d.row_bands"; }
   std::string summary() const override {
-    return "a block stages band whole image rows and their 2r halo rows in shared memory (one bulk copy on "
+    return "a block stages band whole image rows and their 2r halo rows in shared memory (bulk copies on "
            "sm_90), then 4 columns x py rows a thread: for batches of small images";
   }
   int complexity() const override { return 3; }
@@ -39,6 +39,10 @@ class Conv2dRowBands : public JitConv2dVariant {
  protected:
   std::string source() const override { return "conv2d_row_bands.cuh"; }
   static int64_t pitch(const Conv2d& p) { return (p.w + 3) / 4 * 4; }
+  // A stage: 4 zeros, then band + 2r rows of pitch floats, each followed by 4 zeros (the kernel's stage_floats).
+  static int64_t stage_bytes(const Conv2d& p, const Config& c) {
+    return 4 * (4 + (cfg_int(c, "band") + 2 * p.r) * (pitch(p) + 4));
+  }
   std::vector<std::string> defines(const Conv2d&, const Config& c) const override {
     return {define("BAND", cfg_int(c, "band")), define("PY", cfg_int(c, "py")), define("THREADS", cfg_int(c, "threads")),
             define("STAGES", cfg_int(c, "stages"))};
@@ -48,9 +52,8 @@ class Conv2dRowBands : public JitConv2dVariant {
   LaunchShape launch_shape(const Conv2d& p, const Config& c) const override {
     const int64_t band = cfg_int(c, "band"), bands = ceil_div(p.h, band);
     const bool persistent = cfg_int(c, "stages") == 2;
-    const int64_t stage_bytes = 4 * (band + 2 * p.r) * pitch(p);
     LaunchShape s{dim3(unsigned(std::min<int64_t>(persistent ? bands * p.b : bands, 0x7fffffff))),
-                  dim3(cfg_int(c, "threads")), int((persistent ? 2 : 1) * stage_bytes), kStaticSmem};
+                  dim3(cfg_int(c, "threads")), int((persistent ? 2 : 1) * stage_bytes(p, c)), kStaticSmem};
     s.persistent = persistent;
     return s;
   }
