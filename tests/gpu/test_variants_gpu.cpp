@@ -106,21 +106,23 @@ TEST(GpuVariants, EveryVariantIsCorrectOnAwkwardShapes) {
     EXPECT_GT(ok_per_variant[v->name()], 0) << v->name() << " never ran correctly";
 }
 
-// A block of exactly 48 KB of dynamic shared memory and a few bytes of static (row_bands' two stages of band 8
-// at 512 columns and r = 2, and its mbarriers) needs the opt-in: its launch failed, CUDA_ERROR_INVALID_VALUE,
-// while kernel_attributes asked for it only past 48 KB of dynamic memory alone.
+// A block of at most 48 KB of dynamic shared memory whose static memory (row_bands' mbarriers) takes it past
+// 48 KB needs the opt-in: such a launch failed, CUDA_ERROR_INVALID_VALUE, while kernel_attributes asked for it
+// only past 48 KB of dynamic memory alone. Here one stage of 8 rows of 1528 columns (r = 0) with its zero
+// borders: 4 * (4 + 8 * 1532) = 49040 bytes.
 TEST(GpuVariants, SharedMemoryJustPast48KbLaunches) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
   const DeviceInfo dev = DeviceInfo::query(0);
   if (dev.max_smem_per_block_optin <= 48 * 1024) GTEST_SKIP() << "this GPU has no shared memory past 48 KB a block";
   JitCache jit(JitCache::default_dir(), dev.arch());
   Runner runner(dev, Ceilings{}, quick(), jit, 2026);
-  const Problem p = Problem::from_json({{"family", "conv2d"}, {"b", 4}, {"h", 64}, {"w", 512}, {"r", 2}});
+  const Problem p = Problem::from_json({{"family", "conv2d"}, {"b", 2}, {"h", 64}, {"w", 1528}, {"r", 0}});
   const json rec = runner.run(Registry::instance().get("conv2d.row_bands"), p,
-                              {{"band", 8}, {"py", 1}, {"threads", 64}, {"stages", 2}});
+                              {{"band", 8}, {"py", 1}, {"threads", 64}, {"stages", 1}});
   EXPECT_EQ(rec["status"], status::ok) << rec.dump().substr(0, 600);
-  EXPECT_EQ(rec["kernel"]["dynamic_smem_bytes"], 48 * 1024);
-  EXPECT_GT(rec["kernel"]["static_smem_bytes"].get<int>(), 0);
+  const int dynamic = rec["kernel"]["dynamic_smem_bytes"], fixed = rec["kernel"]["static_smem_bytes"];
+  EXPECT_LE(dynamic, 48 * 1024);
+  EXPECT_GT(dynamic + fixed, 48 * 1024) << "the shape no longer crosses 48 KB: " << dynamic << " + " << fixed;
 }
 
 TEST(GpuVariants, AWrongKernelIsCaught) {
