@@ -68,6 +68,11 @@ KernelAttributes kernel_attributes(CUfunction fn, int threads, int dynamic_smem)
 
 void launch(CUfunction fn, dim3 grid, dim3 block, unsigned dynamic_smem, cudaStream_t stream, void** args);
 
+// A persistent launch's blocks along x, where grid.x counts work items that the kernel strides over by
+// gridDim.x and `resident` blocks fit on the device at once: as many as fit beside grid.y * grid.z where that
+// gives each two items or more and fills nine tenths of the device, else grid.x (a block an item).
+unsigned persistent_grid_x(const dim3& grid, int64_t resident);
+
 class JitCache {
  public:
   JitCache(std::filesystem::path dir, std::string arch);

@@ -58,9 +58,8 @@ class JitConv2dPlan : public Plan {
     fn_ = module_->function("conv2d_kernel");
     const int threads = static_cast<int>(shape.block.x * shape.block.y * shape.block.z);
     attrs_ = kernel_attributes(fn_, threads, shape.dynamic_smem);
-    if (shape_.persistent) {  // as many blocks as are resident at once, at most one an item
-      const int64_t resident = int64_t(std::max(1, attrs_.blocks_per_sm)) * std::max(1, sms);
-      shape_.grid.x = static_cast<unsigned>(std::min<int64_t>(shape_.grid.x, resident));
+    if (shape_.persistent) {
+      shape_.grid.x = persistent_grid_x(shape_.grid, int64_t(attrs_.blocks_per_sm) * sms);
     } else {
       shape_.grid.z = static_cast<unsigned>(p.b);  // one image per grid.z index
     }

@@ -19,8 +19,8 @@ struct LaunchShape {
   dim3 grid, block;
   int dynamic_smem = 0;
   int static_smem = 0;  // what the kernel declares, for can_implement (counted before compiling)
-  // Persistent blocks: grid.x work items (of all images), as many blocks as fit on the device at once (at
-  // most the items), grid.z 1; the kernel strides over the items. Else grid.z is the batch.
+  // Persistent blocks: grid.x work items (of all images), grid.z 1, the kernel striding over the items; the
+  // plan launches persistent_grid_x of them (harness/jit.h). Else grid.z is the batch.
   bool persistent = false;
 };
 

@@ -24,7 +24,7 @@ class Conv2dRowBands : public JitConv2dVariant {
         .add("band", "image rows a block computes (it stages band + 2r)", int_values({8, 16, 32, 64}))
         .add("py", "output rows a thread (4 columns each)", int_values({1, 2, 4}))
         .add("threads", "threads per block", int_values({64, 128, 256, 512}))
-        .add("stages", "1: a block a band (configs made before the parameter); 2: as many blocks as fit, each "
+        .add("stages", "1: a block a band (configs made before the parameter); 2: persistent blocks, each "
                        "taking band after band with the next one's copy in flight",
              int_values({1, 2}), 1);
   }
@@ -48,7 +48,8 @@ class Conv2dRowBands : public JitConv2dVariant {
             define("STAGES", cfg_int(c, "stages"))};
   }
   bool constant_filter() const override { return false; }  // taps from the filter argument
-  // Persistent: grid.x is every image's bands, of which the plan launches as many blocks as fit.
+  // Persistent: grid.x is every image's bands, of which the plan launches persistent_grid_x (as many blocks as
+  // fit where each takes two bands or more, else a block a band).
   LaunchShape launch_shape(const Conv2d& p, const Config& c) const override {
     const int64_t band = cfg_int(c, "band"), bands = ceil_div(p.h, band);
     const bool persistent = cfg_int(c, "stages") == 2;

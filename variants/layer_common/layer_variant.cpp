@@ -78,16 +78,6 @@ JitLayerPlan::JitLayerPlan(std::shared_ptr<Module> module, std::vector<LayerLaun
   }
 }
 
-unsigned persistent_grid_x(const dim3& grid, int64_t resident) {
-  const int64_t columns = int64_t(grid.y) * grid.z, fit = resident / columns;
-  // Under two tiles a CTA, one each: the hardware's own scheduling balanced 1.5 tiles a CTA better (H200, the
-  // C256 14x14 layers at tile_n 64: 1.2x slower persistent, where the round robin doubled some SMs' work).
-  // And persistent CTAs must fill the device: where fit * columns leaves over a tenth of it empty (columns
-  // alone past a third of it), or none fit beside the columns, the hardware schedules a CTA a tile.
-  const bool fills = fit >= 1 && 10 * fit * columns >= 9 * resident;
-  return fills && grid.x >= 2 * fit ? unsigned(fit) : grid.x;
-}
-
 void JitLayerPlan::bind(const Operands& ops, cudaStream_t) {
   if (Status a = operands_aligned(ops.data, alignments_); !a) throw InputError(a.reason);
   operands_ = ops.data;

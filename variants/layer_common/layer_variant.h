@@ -45,14 +45,9 @@ struct LayerLaunch {
   int dynamic_smem = 0;
   bool main = false;  // its attributes are the plan's (registers, occupancy); else the first launch's
   // grid.x counts tiles that the kernel strides over by gridDim.x: the plan may launch fewer CTAs
-  // (persistent_grid_x).
+  // (persistent_grid_x in harness/jit.h).
   bool persistent = false;
 };
-
-// A persistent launch's CTAs along x when `resident` CTAs fit on the device at once: as many as fit beside
-// grid.y * grid.z where that gives each two tiles or more and fills nine tenths of the device, else grid.x
-// (a CTA a tile).
-unsigned persistent_grid_x(const dim3& grid, int64_t resident);
 
 // A launch's block, grid and shared memory fit the device; the reason names the limit otherwise.
 Status launch_fits(const LayerLaunch& launch, const DeviceInfo& dev);

@@ -9,7 +9,7 @@
 // registers from the filter argument.
 // The work is (band, image) items. STAGES 1: one block an item (blockIdx.x the band, blockIdx.z the image),
 // the many small blocks resident on an SM keeping the copies in flight. STAGES 2 (bulk copies only; other
-// layouts take one stage and wait): blocks as many as fit, each taking items x, x + gridDim.x, ..., with two
+// layouts take one stage and wait): persistent blocks, each taking items x, x + gridDim.x, ..., with two
 // stages, the next item's copy in flight while this one's sums run (where registers limit the resident
 // blocks, r >= 2, a block's copy and its sums no longer alternate with idle memory).
 // Compile-time: RADIUS (0..4: the halo within one neighbouring float4), BAND (a multiple of PY), PY,
