@@ -206,6 +206,36 @@ TEST(GpuVariants, WinogradOnEveryChunkAndPadding) {
   EXPECT_GE(ok, 30);  // chunks 4 and 5 for n = 5; 4, 8 and 9 for n = 9; on the three passes, for both tiles
 }
 
+// The tiled FFT variants on every tile size and both complex GEMMs: several tiles a map with cut edge tiles,
+// r != s, padding 0 and r - 1, bias with each activation, a batch whose tiles exceed one block's maps.
+TEST(GpuVariants, FftOnEveryTileAndGemm) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU tests skipped";
+  const DeviceInfo dev = DeviceInfo::query(0);
+  JitCache jit(JitCache::default_dir(), dev.arch());
+  Runner runner(dev, Ceilings{}, quick(), jit, 2028);
+  const json shapes[] = {{{"n", 3}, {"c", 5}, {"h", 21}, {"w", 13}, {"k", 6}, {"r", 5}, {"s", 3}, {"pad_h", 2}, {"pad_w", 0}},
+                         {{"n", 2}, {"c", 70}, {"h", 9}, {"w", 30}, {"k", 33}, {"r", 3}, {"s", 3}, {"pad_h", 0}, {"pad_w", 2}},
+                         {{"n", 4}, {"c", 16}, {"h", 23}, {"w", 23}, {"k", 24}, {"r", 7}, {"s", 7}, {"pad_h", 3}, {"pad_w", 3}}};
+  int ok = 0, act = 0;
+  for (const char* family : {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"})
+    for (json dims : shapes) {
+      dims["family"] = family;
+      if (std::string(family) == "layer_fwd") {
+        dims["bias"] = 1;
+        dims["relu"] = act++ % 4;
+      }
+      const Problem p = Problem::from_json(dims);
+      const Variant& v = Registry::instance().get(std::string(family) + ".fft");
+      for (const Config& c : v.space(p, dev).enumerate()) {
+        ASSERT_TRUE(v.can_implement(p, c, dev).ok) << p.key() << " " << c.dump();
+        const json rec = runner.run(v, p, c);
+        EXPECT_EQ(rec["status"], status::ok) << rec.dump().substr(0, 600);
+        ok += rec["status"] == status::ok;
+      }
+    }
+  EXPECT_EQ(ok, 3 * 2 * (3 + 4 + 3));  // tiles 16 to 32, 8 to 32, 16 to 32 (32: one tile a map), each gemm
+}
+
 // The warp-specialized wgmma GEMM's persistent CTAs, each taking several row tiles: every gather (filter-tap
 // major, the tap table, the per-tap decode, strided backward-data), a tile of one k-tile (fewer than the
 // stages), odd and even k-tile counts, both consumer loops (tile_n 64 and 128), bias and ReLU staged once for

@@ -1,0 +1,213 @@
+// The tiled FFT variants (variants/layer_common/fft_layer.h): the method run on the CPU in float64 through the
+// kernels' own tile geometry (fft_layer_geometry.h) and the GEMMs' products (which spectrum is conjugated,
+// what is summed), against the float64 references; what they refuse; their workspace's batches.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <string>
+#include <vector>
+
+#include "harness/family.h"
+#include "harness/variant.h"
+#include "variants/layer_common/fft_layer.h"
+#include "variants/layer_common/layer_epilogue.h"
+
+#include "tests/cpu/test_support.h"
+
+using namespace convtune;
+using namespace convtune::test;
+
+namespace {
+
+using Spectrum = std::vector<std::complex<double>>;  // t x t, full (not the Hermitian half)
+
+// The unnormalised 2D DFT of a t x t tile (inverse: the conjugate kernel), row then column.
+Spectrum fft_test_dft(const std::vector<std::complex<double>>& in, int t, bool inverse) {
+  const double sign = inverse ? 1.0 : -1.0;
+  auto line = [&](const std::complex<double>* src, int stride, std::complex<double>* dst, int dst_stride) {
+    for (int f = 0; f < t; ++f) {
+      std::complex<double> sum = 0;
+      for (int x = 0; x < t; ++x) sum += src[x * stride] * std::polar(1.0, sign * 2 * M_PI * f * x / t);
+      dst[f * dst_stride] = sum;
+    }
+  };
+  Spectrum rows(size_t(t) * t), out(size_t(t) * t);
+  for (int y = 0; y < t; ++y) line(&in[size_t(y) * t], 1, &rows[size_t(y) * t], 1);
+  for (int x = 0; x < t; ++x) line(&rows[size_t(x)], t, &out[size_t(x)], t);
+  return out;
+}
+
+// The spectra of the tiles a gather makes: [column][map].
+std::vector<Spectrum> fft_test_gathered(const std::vector<float>& src, const FftGather& g) {
+  std::vector<Spectrum> out;
+  for (int column = 0; column < g.columns(); ++column)
+    for (int map = 0; map < g.maps; ++map) {
+      const FftTileOrigin o = g.origin(column);
+      std::vector<std::complex<double>> tile(size_t(g.t) * g.t);
+      for (int y = 0; y < g.t; ++y)
+        for (int x = 0; x < g.t; ++x) {
+          const int64_t from = g.source(o, map, y, x);
+          tile[size_t(y) * g.t + x] = from < 0 ? 0.0 : double(src[size_t(from)]);
+        }
+      out.push_back(fft_test_dft(tile, g.t, false));
+    }
+  return out;
+}
+
+// Each r x s filter at the origin of a t x t tile, transformed: [k][c].
+std::vector<Spectrum> fft_test_filters(const std::vector<float>& filters, int count, int r, int s, int t) {
+  std::vector<Spectrum> out;
+  for (int f = 0; f < count; ++f) {
+    std::vector<std::complex<double>> tile(size_t(t) * t, 0.0);
+    for (int i = 0; i < r; ++i)
+      for (int j = 0; j < s; ++j) tile[size_t(i) * t + j] = filters[(size_t(f) * r + i) * s + j];
+    out.push_back(fft_test_dft(tile, t, false));
+  }
+  return out;
+}
+
+// The method in float64: the products and sums the pass's GEMM forms, bin by bin, then the inverse transforms
+// read out as the scatter (or the filter crop) reads them.
+std::vector<double> fft_test_method(const Problem& p, FftPass pass, int t, const std::vector<std::vector<float>>& in) {
+  const LayerShape l(p);
+  const int n = int(l.n), c = int(l.c), h = int(l.h), w = int(l.w), k = int(l.k), r = int(l.r), s = int(l.s);
+  const int pp = int(l.p), q = int(l.q), points = t * t;
+  const FftLayerTiles g = fft_layer_tiles(pass, t, l);
+  const auto first = fft_test_gathered(in[0], fft_input_gather(g, n, h, w, r, s, int(l.pad_h), int(l.pad_w), pp, q));
+  const auto second = pass == FftPass::bwd_filter ? fft_test_gathered(in[1], fft_gradient_gather(g, n, k, pp, q))
+                                                  : fft_test_filters(in[1], k * c, r, s, t);
+  std::vector<double> out(size_t(p.output_elements()), std::nan(""));
+  auto inverse = [&](const Spectrum& sum) {
+    const Spectrum tile = fft_test_dft(sum, t, true);
+    std::vector<double> real(static_cast<size_t>(points));
+    for (int e = 0; e < points; ++e) real[size_t(e)] = tile[size_t(e)].real() / points;
+    return real;
+  };
+  if (pass == FftPass::bwd_filter) {  // DW[k][c] = sum over columns of X[column][c] conj(DY[column][k])
+    for (int kk = 0; kk < k; ++kk)
+      for (int cc = 0; cc < c; ++cc) {
+        Spectrum sum(size_t(points), 0.0);
+        for (int column = 0; column < g.columns; ++column)
+          for (int e = 0; e < points; ++e)
+            sum[size_t(e)] += first[size_t(column) * c + cc][size_t(e)] * std::conj(second[size_t(column) * k + kk][size_t(e)]);
+        const auto real = inverse(sum);
+        for (int i = 0; i < r; ++i)
+          for (int j = 0; j < s; ++j) out[((size_t(kk) * c + cc) * r + i) * s + j] = real[size_t(i) * t + j];
+      }
+    return out;
+  }
+  const FftScatter sc = fft_output_scatter(g, n, h, w, r, s, pp, q);
+  const bool forward = pass == FftPass::forward;
+  const int sum_maps = forward ? c : k;  // forward: Y[k] = sum_c conj(W[k][c]) X[c]; backward-data: DX[c] = sum_k W[k][c] DY[k]
+  const float* bias = forward && has_bias(p) ? in.at(2).data() : nullptr;
+  for (int column = 0; column < g.columns; ++column)
+    for (int map = 0; map < g.out_maps; ++map) {
+      Spectrum sum(size_t(points), 0.0);
+      for (int m = 0; m < sum_maps; ++m) {
+        const Spectrum& filter = forward ? second[size_t(map) * c + m] : second[size_t(m) * c + map];
+        for (int e = 0; e < points; ++e)
+          sum[size_t(e)] += (forward ? std::conj(filter[size_t(e)]) : filter[size_t(e)]) *
+                            first[size_t(column) * g.in_maps + m][size_t(e)];
+      }
+      const auto real = inverse(sum);
+      const FftTileOrigin o = sc.origin(column);
+      for (int i = 0; i < sc.step_y; ++i)
+        for (int j = 0; j < sc.step_x; ++j) {
+          const int64_t to = sc.output(o, map, i, j);
+          if (to < 0) continue;
+          double v = real[size_t(sc.tile_index(column, map, i, j) - (int64_t(column) * sc.maps + map) * points)];
+          if (bias) v += bias[map];
+          out[size_t(to)] = activate(activation_of(p), v);
+        }
+    }
+  return out;
+}
+
+double fft_test_max_error(const std::vector<double>& got, const std::vector<double>& want) {
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(got[i])) return INFINITY;  // an element no tile wrote
+    worst = std::max(worst, std::fabs(got[i] - want[i]));
+    scale = std::max(scale, std::fabs(want[i]));
+  }
+  return worst / std::max(scale, 1e-30);
+}
+
+const char* const kFftPasses[] = {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"};
+
+FftPass fft_pass_of(const std::string& family) {
+  return family == "layer_fwd" ? FftPass::forward : family == "layer_bwd_data" ? FftPass::bwd_data : FftPass::bwd_filter;
+}
+
+// n c h w k r s pad_h pad_w u v (+ bias and activation for the forward pass), strict fp32.
+Problem fft_test_shape(const std::string& family, std::vector<int64_t> values, int64_t act = 1) {
+  if (family == "layer_fwd") values.insert(values.end(), {1, act});
+  values.push_back(0);
+  return layer_problem(family, find_family(family).dims(), values);
+}
+
+}  // namespace
+
+// In float64 the method is exact up to rounding, so any index, offset, conjugate or sum that is wrong shows
+// as an error of order one: several tiles a map with cut edge tiles, r != s, no and full padding, one image
+// and several, each activation.
+TEST(LayerFft, MethodThroughTheTileGeometryMatchesTheReferences) {
+  unsigned seed = 11;
+  const std::vector<std::vector<int64_t>> shapes = {{2, 3, 13, 11, 4, 5, 3, 2, 1, 1, 1},
+                                                    {1, 2, 9, 17, 3, 3, 3, 0, 2, 1, 1},
+                                                    {3, 1, 20, 6, 2, 7, 7, 3, 3, 1, 1}};
+  int checked = 0;
+  for (const char* family : kFftPasses)
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const Problem p = fft_test_shape(family, shapes[i], int64_t(i + 1));
+      const auto in = random_inputs(p, seed++);
+      for (int t : {8, 16}) {
+        if (2 * std::max(p.at("r"), p.at("s")) - 1 > t) continue;
+        const double error = fft_test_max_error(fft_test_method(p, fft_pass_of(family), t, in), cpu_reference(p, in));
+        EXPECT_LT(error, 1e-9) << p.key() << " t " << t;
+        ++checked;
+      }
+    }
+  EXPECT_EQ(checked, 12);  // t = 8 fits the 3x3 shape only
+}
+
+TEST(LayerFft, RefusesWhatTheTiledFftCannotDo) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  for (const char* family : kFftPasses) {
+    const Variant& v = Registry::instance().get(std::string(family) + ".fft");
+    const Config c{{"tile", 16}, {"gemm", "cgemm"}};
+    EXPECT_TRUE(v.can_implement(fft_test_shape(family, {2, 3, 20, 20, 4, 7, 7, 3, 3, 1, 1}), c, dev).ok);
+    const Status strided = v.can_implement(fft_test_shape(family, {2, 3, 20, 20, 4, 7, 7, 3, 3, 2, 2}), c, dev);
+    EXPECT_FALSE(strided.ok);
+    EXPECT_TRUE(contains(strided.reason, "stride 1")) << strided.reason;
+    const Status small = v.can_implement(fft_test_shape(family, {2, 3, 20, 20, 4, 1, 1, 0, 0, 1, 1}), c, dev);
+    EXPECT_FALSE(small.ok);
+    EXPECT_TRUE(contains(small.reason, "under 3 taps")) << small.reason;
+    const Status tight = v.can_implement(fft_test_shape(family, {2, 3, 20, 20, 4, 9, 9, 4, 4, 1, 1}), c, dev);
+    EXPECT_FALSE(tight.ok);  // 16 < 2 * 9 - 1
+    EXPECT_TRUE(contains(tight.reason, "fewer outputs a tile than filter taps")) << tight.reason;
+    const Status odd = v.can_implement(fft_test_shape(family, {2, 3, 20, 20, 4, 3, 3, 1, 1, 1, 1}), {{"tile", 12}, {"gemm", "cgemm"}}, dev);
+    EXPECT_FALSE(odd.ok);
+    EXPECT_TRUE(contains(odd.reason, "tile 12 is not one of 8, 16, 24, 32")) << odd.reason;
+    const Status gemm = v.can_implement(fft_test_shape(family, {2, 3, 20, 20, 4, 3, 3, 1, 1, 1, 1}), {{"tile", 8}, {"gemm", "zgemm"}}, dev);
+    EXPECT_FALSE(gemm.ok);
+    EXPECT_TRUE(contains(gemm.reason, "cgemm, cgemm3m")) << gemm.reason;
+  }
+}
+
+// The space stops at the first tile that covers the tiled extent in one: a larger one only pads more.
+TEST(LayerFft, SpaceStopsAtOneTileAMap) {
+  const DeviceInfo dev = DeviceInfo::offline_sm90();
+  const Variant& v = Registry::instance().get("layer_fwd.fft");
+  const ParamSpace space = v.space(fft_test_shape("layer_fwd", {8, 64, 7, 7, 64, 7, 7, 3, 3, 1, 1}), dev);
+  std::vector<int> tiles;
+  for (const Config& c : space.enumerate())
+    if (c.at("gemm") == "cgemm") tiles.push_back(c.at("tile").get<int>());
+  EXPECT_EQ(tiles, (std::vector<int>{16}));  // 7x7 outputs: one 16 x 16 tile (10 outputs a side) covers them
+  const ParamSpace wide = v.space(fft_test_shape("layer_fwd", {8, 64, 56, 56, 64, 5, 5, 2, 2, 1, 1}), dev);
+  tiles.clear();
+  for (const Config& c : wide.enumerate())
+    if (c.at("gemm") == "cgemm") tiles.push_back(c.at("tile").get<int>());
+  EXPECT_EQ(tiles, (std::vector<int>{16, 24, 32}));  // 5x5 needs t >= 9
+}
