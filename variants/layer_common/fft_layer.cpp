@@ -1,14 +1,12 @@
 #include "variants/layer_common/fft_layer.h"
 
 #include <cublas_v2.h>
-#include <cufft.h>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
 
 #include "harness/cuda_raii.h"
-#include "harness/cufft.h"
 #include "variants/layer_common/fft_layer_kernels.h"
 #include "variants/layer_common/layer_epilogue.h"
 #include "variants/layer_common/layer_gemm.h"
@@ -17,7 +15,7 @@
 namespace convtune {
 namespace {
 
-constexpr int kFftTileSizes[] = {8, 16, 24, 32};
+constexpr int kFftTileSizes[] = {8, 16, 32};  // fft_layer_kernels.h
 constexpr const char* kGemmFourMultiply = "cgemm";  // 4 real products a complex one
 constexpr const char* kGemmThreeMultiply = "cgemm3m";  // Gauss's 3: a quarter fewer products, a little more rounding
 
@@ -32,31 +30,13 @@ void check_fft_cublas(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS) throw_cuda("cublas", cublasGetStatusString(status), call, __FILE__, __LINE__);
 }
 
-// Real tiles [batch][t][t] to spectra [bin][batch] (forward), or back (inverse); no work area of its own.
-void make_fft_tile_plan(cufftHandle plan, int t, int64_t batch, bool inverse, size_t* work_bytes) {
-  int n[2] = {t, t}, real_embed[2] = {t, t}, spectrum_embed[2] = {t, t / 2 + 1};
-  const int b = int(batch);
-  CT_CUFFT(cufftSetAutoAllocation(plan, 0));
-  if (inverse)
-    CT_CUFFT(cufftMakePlanMany(plan, 2, n, spectrum_embed, b, 1, real_embed, 1, t * t, CUFFT_C2R, b, work_bytes));
-  else
-    CT_CUFFT(cufftMakePlanMany(plan, 2, n, real_embed, 1, t * t, spectrum_embed, b, 1, CUFFT_R2C, b, work_bytes));
-}
-
 class FftLayerPlan : public Plan {
  public:
   FftLayerPlan(const Problem& p, FftPass pass, int t, bool three_multiply)
       : l_(p), g_(fft_layer_tiles(pass, t, l_)), batches_(fft_batches(g_, l_)), three_multiply_(three_multiply),
         bias_(pass == FftPass::forward && has_bias(p)), act_(int(activation_of(p))),
-        real_(size_t(batches_.largest() * t * t)), first_(size_t(batches_.first * g_.bins())),
-        second_(size_t(batches_.second * g_.bins())), third_(size_t(batches_.third * g_.bins())) {
-    size_t a = 0, b = 0, c = 0;
-    make_fft_tile_plan(first_plan_.get(), t, batches_.first, false, &a);
-    make_fft_tile_plan(second_plan_.get(), t, batches_.second, false, &b);
-    make_fft_tile_plan(third_plan_.get(), t, batches_.third, true, &c);
-    work_ = DeviceArray<char>(std::max({a, b, c}));
-    for (cufftHandle h : {first_plan_.get(), second_plan_.get(), third_plan_.get()})
-      if (work_.get()) CT_CUFFT(cufftSetWorkArea(h, work_.get()));
+        first_(size_t(batches_.first * g_.bins())), second_(size_t(batches_.second * g_.bins())),
+        third_(size_t(batches_.third * g_.bins())) {
     check_fft_cublas(cublasCreate(&blas_), "cublasCreate");
     check_fft_cublas(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");  // no TF32
   }
@@ -69,33 +49,23 @@ class FftLayerPlan : public Plan {
   void bind(const Operands& ops, cudaStream_t) override { operands_ = ops.data; }
 
   void run(cudaStream_t stream) override {
-    for (cufftHandle h : {first_plan_.get(), second_plan_.get(), third_plan_.get()}) CT_CUFFT(cufftSetStream(h, stream));
     check_fft_cublas(cublasSetStream(blas_, stream), "cublasSetStream");
-    const int n = int(l_.n), h = int(l_.h), w = int(l_.w), k = int(l_.k), r = int(l_.r), s = int(l_.s);
-    const int p = int(l_.p), q = int(l_.q);
-    fft_layer_gather(operands_.at(0), real_.get(), fft_input_gather(g_, n, h, w, r, s, int(l_.pad_h), int(l_.pad_w), p, q),
-                     stream);
-    CT_CUFFT(cufftExecR2C(first_plan_.get(), real_.get(), first_.get()));
-    if (g_.pass == FftPass::bwd_filter)
-      fft_layer_gather(operands_.at(1), real_.get(), fft_gradient_gather(g_, n, k, p, q), stream);
-    else
-      fft_layer_pad_filters(operands_.at(1), real_.get(), k * int(l_.c), r, s, g_.t, stream);
-    CT_CUFFT(cufftExecR2C(second_plan_.get(), real_.get(), second_.get()));
+    const int n = int(l_.n), c = int(l_.c), h = int(l_.h), w = int(l_.w), k = int(l_.k), r = int(l_.r), s = int(l_.s);
+    const int p = int(l_.p), q = int(l_.q), t = g_.t;
+    fft_layer_spectra(operands_.at(0), first_.get(),
+                      fft_input_gather(g_, n, h, w, r, s, int(l_.pad_h), int(l_.pad_w), p, q), stream);
+    const bool filter_gradient = g_.pass == FftPass::bwd_filter;
+    fft_layer_spectra(operands_.at(1), second_.get(),
+                      filter_gradient ? fft_gradient_gather(g_, n, k, p, q) : fft_filter_gather(k, c, r, s, t), stream);
     multiply();
-    CT_CUFFT(cufftExecC2R(third_plan_.get(), third_.get(), real_.get()));
-    const float scale = float(1.0 / (double(g_.t) * g_.t));
-    if (g_.pass == FftPass::bwd_filter) {
-      fft_layer_crop_filters(real_.get(), operands_.back(), k * int(l_.c), r, s, g_.t, scale, stream);
-    } else {
-      const float* bias = bias_ ? operands_.at(2) : nullptr;
-      fft_layer_scatter(real_.get(), bias, operands_.back(), fft_output_scatter(g_, n, h, w, r, s, p, q), scale, act_,
-                        stream);
-    }
+    const float scale = float(1.0 / (double(t) * t));
+    const float* bias = bias_ ? operands_.at(2) : nullptr;
+    fft_layer_outputs(third_.get(), bias, operands_.back(),
+                      filter_gradient ? fft_filter_crop(k, c, r, s, t) : fft_output_scatter(g_, n, h, w, r, s, p, q), scale,
+                      filter_gradient ? 0 : act_, stream);
   }
 
-  size_t workspace_bytes() const override {
-    return real_.bytes() + first_.bytes() + second_.bytes() + third_.bytes() + work_.bytes();
-  }
+  size_t workspace_bytes() const override { return first_.bytes() + second_.bytes() + third_.bytes(); }
   json details() const override {
     return {{"math", kMathFp32},
             {"transform", std::to_string(g_.t) + "x" + std::to_string(g_.t)},
@@ -114,18 +84,18 @@ class FftLayerPlan : public Plan {
     switch (g_.pass) {
       case FftPass::forward:  // Y (k x cols) = W^H, W being c x k, times X (c x cols)
         check_fft_cublas(gemm(blas_, CUBLAS_OP_C, CUBLAS_OP_N, k, cols, c, &one, second, c, int64_t(k) * c, first, c,
-                          int64_t(c) * cols, &zero, third, k, int64_t(k) * cols, bins),
-                     "cgemm (forward)");
+                              int64_t(c) * cols, &zero, third, k, int64_t(k) * cols, bins),
+                         "cgemm (forward)");
         break;
       case FftPass::bwd_data:  // DX (c x cols) = W (c x k) DY (k x cols)
         check_fft_cublas(gemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, c, cols, k, &one, second, c, int64_t(k) * c, first, k,
-                          int64_t(k) * cols, &zero, third, c, int64_t(c) * cols, bins),
-                     "cgemm (backward-data)");
+                              int64_t(k) * cols, &zero, third, c, int64_t(c) * cols, bins),
+                         "cgemm (backward-data)");
         break;
       case FftPass::bwd_filter:  // DW (c x k) = X (c x cols) DY^H, DY being k x cols
         check_fft_cublas(gemm(blas_, CUBLAS_OP_N, CUBLAS_OP_C, c, k, cols, &one, first, c, int64_t(c) * cols, second, k,
-                          int64_t(k) * cols, &zero, third, c, int64_t(k) * c, bins),
-                     "cgemm (backward-filter)");
+                              int64_t(k) * cols, &zero, third, c, int64_t(k) * c, bins),
+                         "cgemm (backward-filter)");
         break;
     }
   }
@@ -135,10 +105,7 @@ class FftLayerPlan : public Plan {
   const FftBatches batches_;
   const bool three_multiply_, bias_;
   const int act_;
-  DeviceArray<float> real_;  // the tiles of each transform in turn
   DeviceArray<cuComplex> first_, second_, third_;
-  DeviceArray<char> work_;
-  CufftHandle first_plan_, second_plan_, third_plan_;
   cublasHandle_t blas_ = nullptr;
   std::vector<float*> operands_;
 };
@@ -164,10 +131,11 @@ FftBatches fft_batches(const FftLayerTiles& g, const LayerShape& l) {
 
 std::string FftLayerVariant::summary() const {
   const bool filter = pass_ == FftPass::bwd_filter;
-  return "tiled FFT " + fft_pass_name(pass_) + " (stride 1, 3 to 16 taps): cuFFT transforms of t x t tiles of " +
+  return "tiled FFT " + fft_pass_name(pass_) + " (stride 1, 3 to 16 taps): t x t tile transforms of " +
          (filter ? "x and of dy's blocks" : pass_ == FftPass::forward ? "x and of the filters (every call)"
                                                                       : "dy and of the filters (every call)") +
-         ", one strict-fp32 complex GEMM per frequency bin (all bins in one cuBLAS call), inverse transforms read out" +
+         " (the gather fused in), one strict-fp32 complex GEMM per frequency bin (all bins in one cuBLAS call), inverse "
+         "transforms that write the outputs" +
          (pass_ == FftPass::forward ? " with the bias and activation" : "");
 }
 
@@ -180,7 +148,7 @@ ParamSpace FftLayerVariant::space(const Problem& p, const DeviceInfo&) const {
     const FftLayerTiles g = fft_layer_tiles(pass_, t, l);
     if (g.tiles_y == 1 && g.tiles_x == 1) break;  // a larger tile only pads more
   }
-  if (tiles.empty()) tiles.push_back(kFftTileSizes[3]);  // refused by can_implement, with the reason
+  if (tiles.empty()) tiles.push_back(kFftTileSizes[2]);  // refused by can_implement, with the reason
   return ParamSpace()
       .add("tile", "transform size t: a t x t tile gives (t - r + 1) x (t - s + 1) outputs", tiles)
       .add("gemm", "cuBLAS complex GEMM: cgemm (4 real products each) or cgemm3m (Gauss's 3)",
@@ -194,7 +162,7 @@ Status FftLayerVariant::can_implement(const Problem& p, const Config& c, const D
   if (fft_max_taps(l) < 3) return Status::no("filters under 3 taps a side: the transforms cost more than they save");
   const int t = fft_tile(c);
   if (std::find(std::begin(kFftTileSizes), std::end(kFftTileSizes), t) == std::end(kFftTileSizes))
-    return Status::no("tile " + std::to_string(t) + " is not one of 8, 16, 24, 32");
+    return Status::no("tile " + std::to_string(t) + " is not one of 8, 16, 32");
   if (!fft_tile_fits(t, l))
     return Status::no("tile " + std::to_string(t) + " < 2 * " + std::to_string(fft_max_taps(l)) +
                       " - 1: fewer outputs a tile than filter taps");
@@ -203,13 +171,12 @@ Status FftLayerVariant::can_implement(const Problem& p, const Config& c, const D
     return Status::no("gemm '" + gemm + "' is not one of cgemm, cgemm3m");
   const FftLayerTiles g = fft_layer_tiles(pass_, t, l);
   const FftBatches b = fft_batches(g, l);
-  // cuFFT's batch and strides, the kernels' element counts: 32-bit.
-  if (double(b.largest()) * t * t >= double(INT_MAX) || double(b.largest()) * g.bins() >= double(INT_MAX))
-    return Status::no("more than 2^31 tile elements in one transform batch");
-  const double bytes = 4.0 * double(b.largest()) * t * t + 8.0 * double(b.sum()) * g.bins();
+  // cuBLAS's strides and the kernels' batch indices are 32-bit.
+  if (double(b.largest()) * g.bins() >= double(INT_MAX)) return Status::no("more than 2^31 values in one spectrum buffer");
+  const double bytes = 8.0 * double(b.sum()) * g.bins();
   const double bound = gemm_workspace_bound(dev);
   if (bytes > bound)
-    return Status::no("workspace (tiles and spectra) " + std::to_string(int64_t(bytes / (1 << 20))) + " MiB > " +
+    return Status::no("workspace (spectra) " + std::to_string(int64_t(bytes / (1 << 20))) + " MiB > " +
                       std::to_string(int64_t(bound / (1 << 20))) + " MiB (min of 2 GiB and a quarter of device memory)");
   return Status::yes();
 }
@@ -228,8 +195,8 @@ Cost FftLayerVariant::cost(const Problem& p, const Config& c) const {
                                                    : double(l.c) * g.columns * l.k;
   const double per_product = c.at("gemm").get<std::string>() == kGemmThreeMultiply ? 6.0 : 8.0;
   const double flops = transform_flops + per_product * macs * bins;
-  // Each transform's tiles written and read once, each spectrum written and read once, and the operands.
-  const double bytes = operand_bytes(p) + 8.0 * points * double(b.sum()) + 16.0 * bins * double(b.sum());
+  // The operands (each tile transform reads its source once, halo rows from cache), each spectrum written and read once.
+  const double bytes = operand_bytes(p) + 16.0 * bins * double(b.sum());
   return {p.direct_flops(), flops, operand_bytes(p), bytes};
 }
 

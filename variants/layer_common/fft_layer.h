@@ -1,13 +1,14 @@
-// The FFT variants of the three layer passes (stride 1, filters of 3 to 32 taps a side): the tiled
+// The FFT variants of the three layer passes (stride 1, filters of 3 to 16 taps a side): the tiled
 // spectral method. Each t x t tile of the tiled operand and each filter (or, backward-filter, each of dy's
-// blocks) is transformed by cuFFT; per frequency bin, one complex GEMM sums over the channels (forward:
+// blocks) is transformed by a kernel of our own that gathers its tiles (fft_layer_kernels.h; t = 8, 16, 32);
+// per frequency bin, one complex GEMM sums over the channels (forward:
 // Y = W^H X over c; backward-data: DX = W DY over k; backward-filter: DW = X DY^H over the batch's tiles),
-// all bins in one strict-fp32 cuBLAS strided-batched call; the inverse transforms give the outputs, read
-// out of the tiles with the forward pass's bias and activation (fft_layer_geometry.h: which elements).
+// all bins in one strict-fp32 cuBLAS strided-batched call; the inverse transforms write the outputs, with the
+// forward pass's bias and activation (fft_layer_geometry.h: which tile elements are outputs).
 // The filter's transform runs in every call, as a training step's weights change every step.
 //
 // Spectra are stored bin-major, [bin][column][map], so that each bin's matrices are column-major with the
-// map index contiguous: cuFFT writes them so (output stride = the batch count, distance 1).
+// map index contiguous.
 #pragma once
 #include <string>
 

@@ -136,6 +136,14 @@ FFT_LAYER_HD FftGather fft_gradient_gather(const FftLayerTiles& g, int n, int k,
   return {n, k, p, q, g.tiles_y, g.tiles_x, g.step_y, g.step_x, 0, 0, g.step_y, g.step_x, g.t};
 }
 
+// The filters [k][c][r][s] as tiles (k, c) with the filter at the origin: the transform batch k * c + c.
+FFT_LAYER_HD FftGather fft_filter_gather(int k, int c, int r, int s, int t) {
+  return {k, c, r, s, 1, 1, 1, 1, 0, 0, t, t, t};
+}
+
+// Backward-filter's read: dw's r x s filters out of the corners of tiles (k, c).
+FFT_LAYER_HD FftScatter fft_filter_crop(int k, int c, int r, int s, int t) { return {k, c, r, s, 1, 1, r, s, 0, 0, t}; }
+
 // The output read of forward and backward-data.
 FFT_LAYER_HD FftScatter fft_output_scatter(const FftLayerTiles& g, int n, int h, int w, int r, int s, int p, int q) {
   const bool data = g.pass == FftPass::bwd_data;

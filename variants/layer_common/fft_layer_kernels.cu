@@ -1,127 +1,231 @@
 #include "variants/layer_common/fft_layer_kernels.h"
 
-#include <algorithm>
 #include <string>
 
 #include "harness/error.h"
-#include "harness/gpu_kernels.h"
 #include "variants/layer_common/kernels/layer_epilogue.cuh"
 
 namespace convtune {
 namespace {
 
-// Memory-bound kernels. A block takes one tile column and a group of maps; its threads lie across a row of
-// the tile (width `w` <= 32: kFftThreads / w rows at a time) and walk the group's (map, row) pairs with counters
-// instead of a division per element.
-constexpr int kFftThreads = 256;
-constexpr int kFftElementsPerBlock = 8192;
+// A block transforms kFftTiles<T> consecutive tiles: one thread a tile row (then a tile column), the tiles in
+// shared memory between the passes, the spectra stored so that consecutive threads write consecutive tiles of
+// one bin. Radix-2 in registers, twiddles from a shared table.
+template <int T>
+constexpr int kFftTiles = T == 32 ? 8 : 32;
+template <int T>
+constexpr int kFftThreads = kFftTiles<T> * T;
+template <int T>
+constexpr int kFftHalf = T / 2 + 1;  // columns of a real tile's spectrum
+// Shared floats of a block: its real tiles (pitch T + 1), or their half spectra, in turn.
+template <int T>
+constexpr int kFftSharedFloats = kFftTiles<T> * T * 2 * kFftHalf<T> > kFftTiles<T> * T * (T + 1)
+                                     ? kFftTiles<T> * T * 2 * kFftHalf<T>
+                                     : kFftTiles<T> * T * (T + 1);
 
-struct RowWalk {
-  int x, row_lane, rows_at_once;
-  __device__ explicit RowWalk(int width)
-      : x(int(threadIdx.x) % width), row_lane(int(threadIdx.x) / width), rows_at_once(kFftThreads / width) {}
-};
+__host__ __device__ constexpr int bit_reverse(int i, int bits) {
+  int r = 0;
+  for (int b = 0; b < bits; ++b) r |= ((i >> b) & 1) << (bits - 1 - b);
+  return r;
+}
+__host__ __device__ constexpr int log2_of(int n) { return n <= 1 ? 0 : 1 + log2_of(n / 2); }
 
-__global__ void __launch_bounds__(kFftThreads)
-gather_kernel(const float* __restrict__ src, float* __restrict__ tiles, FftGather g, int maps_per_block) {
-  const RowWalk walk(g.t);
-  if (walk.row_lane >= walk.rows_at_once) return;
-  const int column = blockIdx.x, first = blockIdx.y * maps_per_block, last = min(g.maps, first + maps_per_block);
-  const FftTileOrigin o = g.origin(column);
-  int map = first, y = walk.row_lane;
-  for (; y >= g.t; y -= g.t) ++map;
-  while (map < last) {
-    const int64_t from = g.source(o, map, y, walk.x);
-    tiles[g.tile_index(column, map, y, walk.x)] = from < 0 ? 0.0f : __ldg(src + from);
-    for (y += walk.rows_at_once; y >= g.t; y -= g.t) ++map;
-  }
+__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
+  return make_float2(fmaf(a.x, b.x, -a.y * b.y), fmaf(a.x, b.y, a.y * b.x));
 }
 
-template <int Act>
-__global__ void __launch_bounds__(kFftThreads)
-scatter_kernel(const float* __restrict__ tiles, const float* __restrict__ bias_of_maps, float* __restrict__ out,
-               FftScatter g, float scale, int maps_per_block) {
-  const RowWalk walk(g.step_x);
-  if (walk.row_lane >= walk.rows_at_once) return;
-  const int column = blockIdx.x, first = blockIdx.y * maps_per_block, last = min(g.maps, first + maps_per_block);
-  const FftTileOrigin o = g.origin(column);
-  int map = first, i = walk.row_lane;
-  for (; i >= g.step_y; i -= g.step_y) ++map;
-  while (map < last) {
-    const int64_t to = g.output(o, map, i, walk.x);
-    if (to >= 0) {
-      float v = __ldg(tiles + g.tile_index(column, map, i, walk.x)) * scale;
-      if (bias_of_maps) v += __ldg(bias_of_maps + map);
-      out[to] = layer_activation<Act>(v);
+// In-place T-point transform, e^(-2 pi i k x / T) (inverse: e^(+...), unscaled). tw[k] = e^(-2 pi i k / T).
+template <int T, bool Inverse>
+__device__ __forceinline__ void fft_in_registers(float2 (&a)[T], const float2* __restrict__ tw) {
+#pragma unroll
+  for (int i = 0; i < T; ++i) {
+    const int j = bit_reverse(i, log2_of(T));
+    if (i < j) {
+      const float2 t = a[i];
+      a[i] = a[j];
+      a[j] = t;
     }
-    for (i += walk.rows_at_once; i >= g.step_y; i -= g.step_y) ++map;
+  }
+#pragma unroll
+  for (int stage = 1; stage <= log2_of(T); ++stage) {  // counted loops of fixed trips: unrolled, a[] in registers
+    const int half = 1 << (stage - 1);
+#pragma unroll
+    for (int b = 0; b < T / 2; ++b) {
+      const int j = b % half, top = (b / half) * 2 * half + j;
+      float2 w = tw[j * (T / (2 * half))];
+      if (Inverse) w.y = -w.y;
+      const float2 u = a[top], v = cmul(a[top + half], w);
+      a[top] = make_float2(u.x + v.x, u.y + v.y);
+      a[top + half] = make_float2(u.x - v.x, u.y - v.y);
+    }
   }
 }
 
-__global__ void __launch_bounds__(kFftThreads)
-pad_filters_kernel(const float* __restrict__ filters, float* __restrict__ tiles, int count, int r, int s, int t) {
-  const int64_t total = int64_t(count) * t * t;
-  for (int64_t e = blockIdx.x * int64_t(kFftThreads) + threadIdx.x; e < total; e += int64_t(gridDim.x) * kFftThreads) {
-    const int x = int(e % t), y = int(e / t % t);
-    const int64_t f = e / (int64_t(t) * t);
-    tiles[e] = (y < r && x < s) ? __ldg(filters + (f * r + y) * s + x) : 0.0f;
+template <int T>
+__device__ __forceinline__ void fill_twiddles(float2* tw) {
+  if (threadIdx.x < T / 2) {
+    float s, c;
+    sincospif(-2.0f * float(threadIdx.x) / float(T), &s, &c);
+    tw[threadIdx.x] = make_float2(c, s);
   }
 }
 
-__global__ void __launch_bounds__(kFftThreads)
-crop_filters_kernel(const float* __restrict__ tiles, float* __restrict__ filters, int count, int r, int s, int t,
-                    float scale) {
-  const int total = count * r * s;  // < 2^31: a filter tensor's bound
-  for (int e = blockIdx.x * kFftThreads + threadIdx.x; e < total; e += gridDim.x * kFftThreads) {
-    const int j = e % s, i = e / s % r, f = e / (r * s);
-    filters[e] = __ldg(tiles + (int64_t(f) * t + i) * t + j) * scale;
+template <int T>
+__global__ void __launch_bounds__(kFftThreads<T>)
+spectra_kernel(const float* __restrict__ src, float2* __restrict__ spectra, FftGather g, int batch) {
+  constexpr int kTiles = kFftTiles<T>, kHalf = kFftHalf<T>;
+  __shared__ float shared[kFftSharedFloats<T>];
+  __shared__ float2 tw[T / 2];
+  __shared__ int64_t base[kTiles];  // each tile's map in src, or -1 past the batch
+  __shared__ int origin_y[kTiles], origin_x[kTiles];
+  const int first = blockIdx.x * kTiles;
+  fill_twiddles<T>(tw);
+  if (threadIdx.x < kTiles) {
+    const int b = first + threadIdx.x;
+    const FftTileOrigin o = g.origin(b / g.maps);
+    base[threadIdx.x] = b < batch ? (int64_t(o.image) * g.maps + b % g.maps) * g.src_h * g.src_w : -1;
+    origin_y[threadIdx.x] = o.y;
+    origin_x[threadIdx.x] = o.x;
+  }
+  __syncthreads();
+  float(*real)[T][T + 1] = reinterpret_cast<float(*)[T][T + 1]>(shared);
+  for (int e = threadIdx.x; e < kTiles * T * T; e += kFftThreads<T>) {  // lanes along a tile row: coalesced
+    const int i = e / (T * T), y = e / T % T, x = e % T;
+    const int sy = origin_y[i] + y, sx = origin_x[i] + x;
+    const bool inside = base[i] >= 0 && y < g.extent_y && x < g.extent_x && sy >= 0 && sy < g.src_h && sx >= 0 &&
+                        sx < g.src_w;
+    real[i][y][x] = inside ? __ldg(src + base[i] + int64_t(sy) * g.src_w + sx) : 0.0f;
+  }
+  __syncthreads();
+  const int tile = threadIdx.x / T, lane = threadIdx.x % T;
+  float2 a[T];
+#pragma unroll
+  for (int x = 0; x < T; ++x) a[x] = make_float2(real[tile][lane][x], 0.0f);
+  fft_in_registers<T, false>(a, tw);
+  __syncthreads();  // the half spectra overwrite the real tiles
+  float2(*half)[T][kHalf] = reinterpret_cast<float2(*)[T][kHalf]>(shared);
+#pragma unroll
+  for (int v = 0; v < kHalf; ++v) half[tile][lane][v] = a[v];
+  __syncthreads();
+  if (lane < kHalf) {
+#pragma unroll
+    for (int u = 0; u < T; ++u) a[u] = half[tile][u][lane];
+    fft_in_registers<T, false>(a, tw);
+#pragma unroll
+    for (int u = 0; u < T; ++u) half[tile][u][lane] = a[u];
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < kTiles * T * kHalf; e += kFftThreads<T>) {  // consecutive tiles of a bin
+    const int i = e % kTiles, bin = e / kTiles;
+    if (first + i < batch) spectra[int64_t(bin) * batch + first + i] = half[i][bin / kHalf][bin % kHalf];
   }
 }
 
-// Blocks of one column and `maps_per_block` maps, about kFftElementsPerBlock elements each.
-dim3 fft_column_grid(int columns, int maps, int tile_elements, int* maps_per_block) {
-  *maps_per_block = std::max(1, std::min(maps, kFftElementsPerBlock / tile_elements));
-  return dim3(unsigned(columns), unsigned((maps + *maps_per_block - 1) / *maps_per_block));
+template <int T, int Act>
+__global__ void __launch_bounds__(kFftThreads<T>)
+outputs_kernel(const float2* __restrict__ spectra, const float* __restrict__ bias_of_maps, float* __restrict__ out,
+               FftScatter g, int batch, float scale) {
+  constexpr int kTiles = kFftTiles<T>, kHalf = kFftHalf<T>;
+  __shared__ float shared[kFftSharedFloats<T>];
+  __shared__ float2 tw[T / 2];
+  __shared__ int64_t base[kTiles];  // each tile's map in out, or -1 past the batch
+  __shared__ int origin_y[kTiles], origin_x[kTiles];
+  __shared__ float tile_bias[kTiles];
+  const int first = blockIdx.x * kTiles;
+  fill_twiddles<T>(tw);
+  if (threadIdx.x < kTiles) {
+    const int b = first + threadIdx.x, map = b % g.maps;
+    const FftTileOrigin o = g.origin(b / g.maps);
+    base[threadIdx.x] = b < batch ? (int64_t(o.image) * g.maps + map) * g.out_h * g.out_w : -1;
+    origin_y[threadIdx.x] = o.y;
+    origin_x[threadIdx.x] = o.x;
+    tile_bias[threadIdx.x] = bias_of_maps && b < batch ? __ldg(bias_of_maps + map) : 0.0f;
+  }
+  float2(*half)[T][kHalf] = reinterpret_cast<float2(*)[T][kHalf]>(shared);
+  for (int e = threadIdx.x; e < kTiles * T * kHalf; e += kFftThreads<T>) {
+    const int i = e % kTiles, bin = e / kTiles;
+    half[i][bin / kHalf][bin % kHalf] = first + i < batch ? spectra[int64_t(bin) * batch + first + i] : make_float2(0, 0);
+  }
+  __syncthreads();
+  const int tile = threadIdx.x / T, lane = threadIdx.x % T;
+  float2 a[T];
+  if (lane < kHalf) {  // columns first: the rows' Hermitian halves are then whole
+#pragma unroll
+    for (int u = 0; u < T; ++u) a[u] = half[tile][u][lane];
+    fft_in_registers<T, true>(a, tw);
+#pragma unroll
+    for (int u = 0; u < T; ++u) half[tile][u][lane] = a[u];
+  }
+  __syncthreads();
+  // Row `lane`: its full spectrum from the half (a real row's is Hermitian), inverted.
+#pragma unroll
+  for (int v = 0; v < kHalf; ++v) a[v] = half[tile][lane][v];
+#pragma unroll
+  for (int v = kHalf; v < T; ++v) a[v] = make_float2(a[T - v].x, -a[T - v].y);
+  fft_in_registers<T, true>(a, tw);
+  __syncthreads();  // the real rows overwrite the half spectra
+  float(*real)[T][T + 1] = reinterpret_cast<float(*)[T][T + 1]>(shared);
+#pragma unroll
+  for (int x = 0; x < T; ++x) real[tile][lane][x] = a[x].x;
+  __syncthreads();
+  for (int e = threadIdx.x; e < kTiles * T * T; e += kFftThreads<T>) {  // lanes along a tile row
+    const int i = e / (T * T), y = e / T % T - g.read_y, x = e % T - g.read_x;
+    if (base[i] < 0 || y < 0 || y >= g.step_y || x < 0 || x >= g.step_x) continue;
+    const int oy = origin_y[i] + y, ox = origin_x[i] + x;
+    if (oy >= g.out_h || ox >= g.out_w) continue;
+    out[base[i] + int64_t(oy) * g.out_w + ox] =
+        layer_activation<Act>(fmaf(real[i][y + g.read_y][x + g.read_x], scale, tile_bias[i]));
+  }
 }
 
-void check_fft_width(int width, const char* what) {
-  if (width < 1 || width > 32) throw InputError(std::string("FFT layer kernels: ") + what + " " + std::to_string(width) + "; allowed: 1..32");
+void check_transform(int t) {
+  if (!fft_layer_transform_size(t))
+    throw InputError("FFT layer transform size " + std::to_string(t) + "; allowed: 8, 16, 32");
+}
+
+template <int T>
+void launch_spectra(const float* src, cuComplex* spectra, const FftGather& g, cudaStream_t s) {
+  const int batch = g.columns() * g.maps;
+  spectra_kernel<T><<<(batch + kFftTiles<T> - 1) / kFftTiles<T>, kFftThreads<T>, 0, s>>>(
+      src, reinterpret_cast<float2*>(spectra), g, batch);
+}
+
+template <int T, int Act>
+void launch_outputs(const cuComplex* spectra, const float* bias, float* out, const FftScatter& g, float scale,
+                    cudaStream_t s) {
+  const int batch = g.columns() * g.maps;
+  outputs_kernel<T, Act><<<(batch + kFftTiles<T> - 1) / kFftTiles<T>, kFftThreads<T>, 0, s>>>(
+      reinterpret_cast<const float2*>(spectra), bias, out, g, batch, scale);
+}
+
+template <int T>
+void launch_outputs(const cuComplex* spectra, const float* bias, float* out, const FftScatter& g, float scale, int act,
+                    cudaStream_t s) {
+  switch (act) {
+    case 0: return launch_outputs<T, 0>(spectra, bias, out, g, scale, s);
+    case 1: return launch_outputs<T, 1>(spectra, bias, out, g, scale, s);
+    case 2: return launch_outputs<T, 2>(spectra, bias, out, g, scale, s);
+    case 3: return launch_outputs<T, 3>(spectra, bias, out, g, scale, s);
+  }
+  throw InputError("FFT layer activation " + std::to_string(act) + "; allowed: 0..3");
 }
 
 }  // namespace
 
-void fft_layer_gather(const float* src, float* tiles, const FftGather& g, cudaStream_t s) {
-  check_fft_width(g.t, "tile size");
-  int maps_per_block = 0;
-  const dim3 grid = fft_column_grid(g.columns(), g.maps, g.t * g.t, &maps_per_block);
-  gather_kernel<<<grid, kFftThreads, 0, s>>>(src, tiles, g, maps_per_block);
+void fft_layer_spectra(const float* src, cuComplex* spectra, const FftGather& g, cudaStream_t s) {
+  check_transform(g.t);
+  if (g.t == 8) launch_spectra<8>(src, spectra, g, s);
+  if (g.t == 16) launch_spectra<16>(src, spectra, g, s);
+  if (g.t == 32) launch_spectra<32>(src, spectra, g, s);
   CT_CHECK_LAUNCH();
 }
 
-void fft_layer_pad_filters(const float* filters, float* tiles, int count, int r, int s, int t, cudaStream_t stream) {
-  pad_filters_kernel<<<grid_for(int64_t(count) * t * t, kFftThreads), kFftThreads, 0, stream>>>(filters, tiles, count, r, s, t);
-  CT_CHECK_LAUNCH();
-}
-
-void fft_layer_scatter(const float* tiles, const float* bias_of_maps, float* out, const FftScatter& g, float scale,
+void fft_layer_outputs(const cuComplex* spectra, const float* bias_of_maps, float* out, const FftScatter& g, float scale,
                        int act, cudaStream_t s) {
-  check_fft_width(g.step_x, "valid outputs per tile row");
-  int maps_per_block = 0;
-  const dim3 grid = fft_column_grid(g.columns(), g.maps, g.step_y * g.step_x, &maps_per_block);
-  switch (act) {
-    case 0: scatter_kernel<0><<<grid, kFftThreads, 0, s>>>(tiles, bias_of_maps, out, g, scale, maps_per_block); break;
-    case 1: scatter_kernel<1><<<grid, kFftThreads, 0, s>>>(tiles, bias_of_maps, out, g, scale, maps_per_block); break;
-    case 2: scatter_kernel<2><<<grid, kFftThreads, 0, s>>>(tiles, bias_of_maps, out, g, scale, maps_per_block); break;
-    case 3: scatter_kernel<3><<<grid, kFftThreads, 0, s>>>(tiles, bias_of_maps, out, g, scale, maps_per_block); break;
-    default: throw InputError("fft_layer_scatter: activation " + std::to_string(act) + "; allowed: 0..3");
-  }
-  CT_CHECK_LAUNCH();
-}
-
-void fft_layer_crop_filters(const float* tiles, float* filters, int count, int r, int s, int t, float scale,
-                            cudaStream_t stream) {
-  crop_filters_kernel<<<grid_for(int64_t(count) * r * s, kFftThreads), kFftThreads, 0, stream>>>(tiles, filters, count, r, s,
-                                                                                           t, scale);
+  check_transform(g.t);
+  if (g.t == 8) launch_outputs<8>(spectra, bias_of_maps, out, g, scale, act, s);
+  if (g.t == 16) launch_outputs<16>(spectra, bias_of_maps, out, g, scale, act, s);
+  if (g.t == 32) launch_outputs<32>(spectra, bias_of_maps, out, g, scale, act, s);
   CT_CHECK_LAUNCH();
 }
 

@@ -1,22 +1,23 @@
-// Ahead-of-time helper kernels of the FFT layer variants (fft_layer.h): gathering tiles, padding filters,
-// and reading outputs back out of inverse-transformed tiles. Each launcher checks its launch.
+// The FFT layer variants' transforms (fft_layer.h), ahead-of-time CUDA: t x t real tiles to their spectra and
+// back, t = 8, 16 or 32, with the tile gather and the output read fused in. Spectra are bin-major: the bins of
+// transform b lie at spectra[bin * batch + b], bin = u * (t/2 + 1) + v (the Hermitian half, as cuFFT's R2C
+// lays a 2D transform out), so that each bin's matrix is column-major for the GEMMs. Each launcher checks its
+// launch.
 #pragma once
+#include <cuComplex.h>
 #include <cuda_runtime.h>
 
 #include "variants/layer_common/fft_layer_geometry.h"
 
 namespace convtune {
 
-// tiles (g.elements() floats) = the windows g describes of src.
-void fft_layer_gather(const float* src, float* tiles, const FftGather& g, cudaStream_t s);
-// tiles [filters][t][t] = each r x s filter at the origin, zeros elsewhere.
-void fft_layer_pad_filters(const float* filters, float* tiles, int filters_count, int r, int s, int t, cudaStream_t s_);
-// out = scale * the tile elements g names, plus bias_of_maps[map] (nullptr: none), then activation `act`
-// (layer_epilogue.h's values: 0 none, 1 ReLU, 2 sigmoid, 3 tanh).
-void fft_layer_scatter(const float* tiles, const float* bias_of_maps, float* out, const FftScatter& g, float scale, int act,
-                       cudaStream_t s);
-// filters [count][r][s] = scale * each tile's r x s corner (backward-filter's dw).
-void fft_layer_crop_filters(const float* tiles, float* filters, int filters_count, int r, int s, int t, float scale,
-                            cudaStream_t s_);
+inline bool fft_layer_transform_size(int t) { return t == 8 || t == 16 || t == 32; }
+
+// spectra = the forward transforms of the g.columns() * g.maps tiles g describes.
+void fft_layer_spectra(const float* src, cuComplex* spectra, const FftGather& g, cudaStream_t s);
+// out = scale * the inverse transforms of the g.columns() * g.maps spectra, read out as g says, plus
+// bias_of_maps[map] (nullptr: none), then activation `act` (layer_epilogue.h: 0 none, 1 ReLU, 2 sigmoid, 3 tanh).
+void fft_layer_outputs(const cuComplex* spectra, const float* bias_of_maps, float* out, const FftScatter& g, float scale,
+                       int act, cudaStream_t s);
 
 }  // namespace convtune
