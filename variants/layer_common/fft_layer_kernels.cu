@@ -17,11 +17,21 @@ template <int T>
 constexpr int kFftThreads = kFftTiles<T> * T;
 template <int T>
 constexpr int kFftHalf = T / 2 + 1;  // columns of a real tile's spectrum
+// A tile's half spectrum in shared memory, one float2 of padding after it: the passes that store or load
+// spectra take consecutive tiles of one bin on consecutive threads, which would otherwise hit one bank.
+template <int T>
+constexpr int kFftHalfPitch = T * kFftHalf<T> + 1;
 // Shared floats of a block: its real tiles (pitch T + 1), or their half spectra, in turn.
 template <int T>
-constexpr int kFftSharedFloats = kFftTiles<T> * T * 2 * kFftHalf<T> > kFftTiles<T> * T * (T + 1)
-                                     ? kFftTiles<T> * T * 2 * kFftHalf<T>
+constexpr int kFftSharedFloats = kFftTiles<T> * 2 * kFftHalfPitch<T> > kFftTiles<T> * T * (T + 1)
+                                     ? kFftTiles<T> * 2 * kFftHalfPitch<T>
                                      : kFftTiles<T> * T * (T + 1);
+
+// Element (u, v) of tile i's half spectrum.
+template <int T>
+__device__ __forceinline__ float2& half_at(float* shared, int i, int u, int v) {
+  return reinterpret_cast<float2*>(shared)[i * kFftHalfPitch<T> + u * kFftHalf<T> + v];
+}
 
 __host__ __device__ constexpr int bit_reverse(int i, int bits) {
   int r = 0;
@@ -103,21 +113,20 @@ spectra_kernel(const float* __restrict__ src, float2* __restrict__ spectra, FftG
   for (int x = 0; x < T; ++x) a[x] = make_float2(real[tile][lane][x], 0.0f);
   fft_in_registers<T, false>(a, tw);
   __syncthreads();  // the half spectra overwrite the real tiles
-  float2(*half)[T][kHalf] = reinterpret_cast<float2(*)[T][kHalf]>(shared);
 #pragma unroll
-  for (int v = 0; v < kHalf; ++v) half[tile][lane][v] = a[v];
+  for (int v = 0; v < kHalf; ++v) half_at<T>(shared, tile, lane, v) = a[v];
   __syncthreads();
   if (lane < kHalf) {
 #pragma unroll
-    for (int u = 0; u < T; ++u) a[u] = half[tile][u][lane];
+    for (int u = 0; u < T; ++u) a[u] = half_at<T>(shared, tile, u, lane);
     fft_in_registers<T, false>(a, tw);
 #pragma unroll
-    for (int u = 0; u < T; ++u) half[tile][u][lane] = a[u];
+    for (int u = 0; u < T; ++u) half_at<T>(shared, tile, u, lane) = a[u];
   }
   __syncthreads();
   for (int e = threadIdx.x; e < kTiles * T * kHalf; e += kFftThreads<T>) {  // consecutive tiles of a bin
     const int i = e % kTiles, bin = e / kTiles;
-    if (first + i < batch) spectra[int64_t(bin) * batch + first + i] = half[i][bin / kHalf][bin % kHalf];
+    if (first + i < batch) spectra[int64_t(bin) * batch + first + i] = half_at<T>(shared, i, bin / kHalf, bin % kHalf);
   }
 }
 
@@ -141,25 +150,24 @@ outputs_kernel(const float2* __restrict__ spectra, const float* __restrict__ bia
     origin_x[threadIdx.x] = o.x;
     tile_bias[threadIdx.x] = bias_of_maps && b < batch ? __ldg(bias_of_maps + map) : 0.0f;
   }
-  float2(*half)[T][kHalf] = reinterpret_cast<float2(*)[T][kHalf]>(shared);
   for (int e = threadIdx.x; e < kTiles * T * kHalf; e += kFftThreads<T>) {
     const int i = e % kTiles, bin = e / kTiles;
-    half[i][bin / kHalf][bin % kHalf] = first + i < batch ? spectra[int64_t(bin) * batch + first + i] : make_float2(0, 0);
+    half_at<T>(shared, i, bin / kHalf, bin % kHalf) = first + i < batch ? spectra[int64_t(bin) * batch + first + i] : make_float2(0, 0);
   }
   __syncthreads();
   const int tile = threadIdx.x / T, lane = threadIdx.x % T;
   float2 a[T];
   if (lane < kHalf) {  // columns first: the rows' Hermitian halves are then whole
 #pragma unroll
-    for (int u = 0; u < T; ++u) a[u] = half[tile][u][lane];
+    for (int u = 0; u < T; ++u) a[u] = half_at<T>(shared, tile, u, lane);
     fft_in_registers<T, true>(a, tw);
 #pragma unroll
-    for (int u = 0; u < T; ++u) half[tile][u][lane] = a[u];
+    for (int u = 0; u < T; ++u) half_at<T>(shared, tile, u, lane) = a[u];
   }
   __syncthreads();
   // Row `lane`: its full spectrum from the half (a real row's is Hermitian), inverted.
 #pragma unroll
-  for (int v = 0; v < kHalf; ++v) a[v] = half[tile][lane][v];
+  for (int v = 0; v < kHalf; ++v) a[v] = half_at<T>(shared, tile, lane, v);
 #pragma unroll
   for (int v = kHalf; v < T; ++v) a[v] = make_float2(a[T - v].x, -a[T - v].y);
   fft_in_registers<T, true>(a, tw);
