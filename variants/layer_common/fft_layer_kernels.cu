@@ -10,9 +10,9 @@ namespace {
 
 // A block transforms kFftTiles<T> consecutive tiles: one thread a tile row (then a tile column), the tiles in
 // shared memory between the passes, the spectra stored so that consecutive threads write consecutive tiles of
-// one bin. Radix-2 in registers, twiddles from a shared table.
+// one bin. Radix-2 in registers.
 template <int T>
-constexpr int kFftTiles = T == 32 ? 8 : 32;
+constexpr int kFftTiles = T == 32 ? 8 : T == 16 ? 16 : 32;  // 256 threads a block
 template <int T>
 constexpr int kFftThreads = kFftTiles<T> * T;
 template <int T>
@@ -44,9 +44,21 @@ __device__ __forceinline__ float2 cmul(float2 a, float2 b) {
   return make_float2(fmaf(a.x, b.x, -a.y * b.y), fmaf(a.x, b.y, a.y * b.x));
 }
 
-// In-place T-point transform, e^(-2 pi i k x / T) (inverse: e^(+...), unscaled). tw[k] = e^(-2 pi i k / T).
+// cos and sin of 2 pi k / 32, k < 16: every twiddle of the 8-, 16- and 32-point transforms. Indexed with
+// constants once the transforms are unrolled, so the compiler takes them as immediates.
+__host__ __device__ constexpr float circle_cos(int k) {
+  constexpr float c[16] = {1.000000000e+00f, 9.807852804e-01f, 9.238795325e-01f, 8.314696123e-01f, 7.071067812e-01f, 5.555702330e-01f, 3.826834324e-01f, 1.950903220e-01f, 6.123233996e-17f, -1.950903220e-01f, -3.826834324e-01f, -5.555702330e-01f, -7.071067812e-01f, -8.314696123e-01f, -9.238795325e-01f, -9.807852804e-01f};
+  return c[k];
+}
+__host__ __device__ constexpr float circle_sin(int k) {
+  constexpr float s[16] = {0.000000000e+00f, 1.950903220e-01f, 3.826834324e-01f, 5.555702330e-01f, 7.071067812e-01f, 8.314696123e-01f, 9.238795325e-01f, 9.807852804e-01f, 1.000000000e+00f, 9.807852804e-01f, 9.238795325e-01f, 8.314696123e-01f, 7.071067812e-01f, 5.555702330e-01f, 3.826834324e-01f, 1.950903220e-01f};
+  return s[k];
+}
+
+// In-place T-point transform, e^(-2 pi i k x / T) (inverse: e^(+...), unscaled). The twiddles 1 and -i
+// (inverse: +i) of the first stages are exchanges and signs, not products.
 template <int T, bool Inverse>
-__device__ __forceinline__ void fft_in_registers(float2 (&a)[T], const float2* __restrict__ tw) {
+__device__ __forceinline__ void fft_in_registers(float2 (&a)[T]) {
 #pragma unroll
   for (int i = 0; i < T; ++i) {
     const int j = bit_reverse(i, log2_of(T));
@@ -62,21 +74,21 @@ __device__ __forceinline__ void fft_in_registers(float2 (&a)[T], const float2* _
 #pragma unroll
     for (int b = 0; b < T / 2; ++b) {
       const int j = b % half, top = (b / half) * 2 * half + j;
-      float2 w = tw[j * (T / (2 * half))];
-      if (Inverse) w.y = -w.y;
-      const float2 u = a[top], v = cmul(a[top + half], w);
+      const int k = j * (16 / half);  // the twiddle e^(-+2 pi i k / 32)
+      const float2 x = a[top + half];
+      float2 v;
+      if (k == 0) {
+        v = x;
+      } else if (k == 8) {
+        v = Inverse ? make_float2(-x.y, x.x) : make_float2(x.y, -x.x);
+      } else {
+        const float2 w = make_float2(circle_cos(k), Inverse ? circle_sin(k) : -circle_sin(k));
+        v = cmul(x, w);
+      }
+      const float2 u = a[top];
       a[top] = make_float2(u.x + v.x, u.y + v.y);
       a[top + half] = make_float2(u.x - v.x, u.y - v.y);
     }
-  }
-}
-
-template <int T>
-__device__ __forceinline__ void fill_twiddles(float2* tw) {
-  if (threadIdx.x < T / 2) {
-    float s, c;
-    sincospif(-2.0f * float(threadIdx.x) / float(T), &s, &c);
-    tw[threadIdx.x] = make_float2(c, s);
   }
 }
 
@@ -85,11 +97,9 @@ __global__ void __launch_bounds__(kFftThreads<T>)
 spectra_kernel(const float* __restrict__ src, float2* __restrict__ spectra, FftGather g, int batch) {
   constexpr int kTiles = kFftTiles<T>, kHalf = kFftHalf<T>;
   __shared__ float shared[kFftSharedFloats<T>];
-  __shared__ float2 tw[T / 2];
   __shared__ int64_t base[kTiles];  // each tile's map in src, or -1 past the batch
   __shared__ int origin_y[kTiles], origin_x[kTiles];
   const int first = blockIdx.x * kTiles;
-  fill_twiddles<T>(tw);
   if (threadIdx.x < kTiles) {
     const int b = first + threadIdx.x;
     const FftTileOrigin o = g.origin(b / g.maps);
@@ -111,7 +121,7 @@ spectra_kernel(const float* __restrict__ src, float2* __restrict__ spectra, FftG
   float2 a[T];
 #pragma unroll
   for (int x = 0; x < T; ++x) a[x] = make_float2(real[tile][lane][x], 0.0f);
-  fft_in_registers<T, false>(a, tw);
+  fft_in_registers<T, false>(a);
   __syncthreads();  // the half spectra overwrite the real tiles
 #pragma unroll
   for (int v = 0; v < kHalf; ++v) half_at<T>(shared, tile, lane, v) = a[v];
@@ -119,7 +129,7 @@ spectra_kernel(const float* __restrict__ src, float2* __restrict__ spectra, FftG
   if (lane < kHalf) {
 #pragma unroll
     for (int u = 0; u < T; ++u) a[u] = half_at<T>(shared, tile, u, lane);
-    fft_in_registers<T, false>(a, tw);
+    fft_in_registers<T, false>(a);
 #pragma unroll
     for (int u = 0; u < T; ++u) half_at<T>(shared, tile, u, lane) = a[u];
   }
@@ -136,12 +146,10 @@ outputs_kernel(const float2* __restrict__ spectra, const float* __restrict__ bia
                FftScatter g, int batch, float scale) {
   constexpr int kTiles = kFftTiles<T>, kHalf = kFftHalf<T>;
   __shared__ float shared[kFftSharedFloats<T>];
-  __shared__ float2 tw[T / 2];
   __shared__ int64_t base[kTiles];  // each tile's map in out, or -1 past the batch
   __shared__ int origin_y[kTiles], origin_x[kTiles];
   __shared__ float tile_bias[kTiles];
   const int first = blockIdx.x * kTiles;
-  fill_twiddles<T>(tw);
   if (threadIdx.x < kTiles) {
     const int b = first + threadIdx.x, map = b % g.maps;
     const FftTileOrigin o = g.origin(b / g.maps);
@@ -160,7 +168,7 @@ outputs_kernel(const float2* __restrict__ spectra, const float* __restrict__ bia
   if (lane < kHalf) {  // columns first: the rows' Hermitian halves are then whole
 #pragma unroll
     for (int u = 0; u < T; ++u) a[u] = half_at<T>(shared, tile, u, lane);
-    fft_in_registers<T, true>(a, tw);
+    fft_in_registers<T, true>(a);
 #pragma unroll
     for (int u = 0; u < T; ++u) half_at<T>(shared, tile, u, lane) = a[u];
   }
@@ -170,7 +178,7 @@ outputs_kernel(const float2* __restrict__ spectra, const float* __restrict__ bia
   for (int v = 0; v < kHalf; ++v) a[v] = half_at<T>(shared, tile, lane, v);
 #pragma unroll
   for (int v = kHalf; v < T; ++v) a[v] = make_float2(a[T - v].x, -a[T - v].y);
-  fft_in_registers<T, true>(a, tw);
+  fft_in_registers<T, true>(a);
   __syncthreads();  // the real rows overwrite the half spectra
   float(*real)[T][T + 1] = reinterpret_cast<float(*)[T][T + 1]>(shared);
 #pragma unroll
