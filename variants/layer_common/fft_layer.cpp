@@ -16,8 +16,6 @@ namespace convtune {
 namespace {
 
 constexpr int kFftTileSizes[] = {8, 16, 32};  // fft_layer_kernels.h
-constexpr const char* kGemmFourMultiply = "cgemm";  // 4 real products a complex one
-constexpr const char* kGemmThreeMultiply = "cgemm3m";  // Gauss's 3: a quarter fewer products, a little more rounding
 
 int fft_tile(const Config& c) { return c.at("tile").get<int>(); }
 
@@ -32,8 +30,8 @@ void check_fft_cublas(cublasStatus_t status, const char* call) {
 
 class FftLayerPlan : public Plan {
  public:
-  FftLayerPlan(const Problem& p, FftPass pass, int t, bool three_multiply)
-      : l_(p), g_(fft_layer_tiles(pass, t, l_)), batches_(fft_batches(g_, l_)), three_multiply_(three_multiply),
+  FftLayerPlan(const Problem& p, FftPass pass, int t)
+      : l_(p), g_(fft_layer_tiles(pass, t, l_)), batches_(fft_batches(g_, l_)),
         bias_(pass == FftPass::forward && has_bias(p)), act_(int(activation_of(p))),
         first_(size_t(batches_.first * g_.bins())), second_(size_t(batches_.second * g_.bins())),
         third_(size_t(batches_.third * g_.bins())) {
@@ -78,22 +76,21 @@ class FftLayerPlan : public Plan {
   void multiply() {
     const int c = int(l_.c), k = int(l_.k), cols = g_.columns, bins = g_.bins();
     const cuComplex one = {1.0f, 0.0f}, zero = {0.0f, 0.0f};
-    auto gemm = three_multiply_ ? cublasCgemm3mStridedBatched : cublasCgemmStridedBatched;
     const cuComplex *first = first_.get(), *second = second_.get();
     cuComplex* third = third_.get();
     switch (g_.pass) {
       case FftPass::forward:  // Y (k x cols) = W^H, W being c x k, times X (c x cols)
-        check_fft_cublas(gemm(blas_, CUBLAS_OP_C, CUBLAS_OP_N, k, cols, c, &one, second, c, int64_t(k) * c, first, c,
+        check_fft_cublas(cublasCgemmStridedBatched(blas_, CUBLAS_OP_C, CUBLAS_OP_N, k, cols, c, &one, second, c, int64_t(k) * c, first, c,
                               int64_t(c) * cols, &zero, third, k, int64_t(k) * cols, bins),
                          "cgemm (forward)");
         break;
       case FftPass::bwd_data:  // DX (c x cols) = W (c x k) DY (k x cols)
-        check_fft_cublas(gemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, c, cols, k, &one, second, c, int64_t(k) * c, first, k,
+        check_fft_cublas(cublasCgemmStridedBatched(blas_, CUBLAS_OP_N, CUBLAS_OP_N, c, cols, k, &one, second, c, int64_t(k) * c, first, k,
                               int64_t(k) * cols, &zero, third, c, int64_t(c) * cols, bins),
                          "cgemm (backward-data)");
         break;
       case FftPass::bwd_filter:  // DW (c x k) = X (c x cols) DY^H, DY being k x cols
-        check_fft_cublas(gemm(blas_, CUBLAS_OP_N, CUBLAS_OP_C, c, k, cols, &one, first, c, int64_t(c) * cols, second, k,
+        check_fft_cublas(cublasCgemmStridedBatched(blas_, CUBLAS_OP_N, CUBLAS_OP_C, c, k, cols, &one, first, c, int64_t(c) * cols, second, k,
                               int64_t(k) * cols, &zero, third, c, int64_t(k) * c, bins),
                          "cgemm (backward-filter)");
         break;
@@ -103,7 +100,7 @@ class FftLayerPlan : public Plan {
   const LayerShape l_;
   const FftLayerTiles g_;
   const FftBatches batches_;
-  const bool three_multiply_, bias_;
+  const bool bias_;
   const int act_;
   DeviceArray<cuComplex> first_, second_, third_;
   cublasHandle_t blas_ = nullptr;
@@ -149,10 +146,8 @@ ParamSpace FftLayerVariant::space(const Problem& p, const DeviceInfo&) const {
     if (g.tiles_y == 1 && g.tiles_x == 1) break;  // a larger tile only pads more
   }
   if (tiles.empty()) tiles.push_back(kFftTileSizes[2]);  // refused by can_implement, with the reason
-  return ParamSpace()
-      .add("tile", "transform size t: a t x t tile gives (t - r + 1) x (t - s + 1) outputs", tiles)
-      .add("gemm", "cuBLAS complex GEMM: cgemm (4 real products each) or cgemm3m (Gauss's 3)",
-           {kGemmFourMultiply, kGemmThreeMultiply});
+  // (cuBLAS's cgemm3m, Gauss's three products, ran the same kernel and time as cgemm on an H200: not a parameter.)
+  return ParamSpace().add("tile", "transform size t: a t x t tile gives (t - r + 1) x (t - s + 1) outputs", tiles);
 }
 
 Status FftLayerVariant::can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const {
@@ -166,9 +161,6 @@ Status FftLayerVariant::can_implement(const Problem& p, const Config& c, const D
   if (!fft_tile_fits(t, l))
     return Status::no("tile " + std::to_string(t) + " < 2 * " + std::to_string(fft_max_taps(l)) +
                       " - 1: fewer outputs a tile than filter taps");
-  const std::string gemm = c.at("gemm").get<std::string>();
-  if (gemm != kGemmFourMultiply && gemm != kGemmThreeMultiply)
-    return Status::no("gemm '" + gemm + "' is not one of cgemm, cgemm3m");
   const FftLayerTiles g = fft_layer_tiles(pass_, t, l);
   const FftBatches b = fft_batches(g, l);
   // cuBLAS's strides and the kernels' batch indices are 32-bit.
@@ -187,14 +179,12 @@ Cost FftLayerVariant::cost(const Problem& p, const Config& c) const {
   const FftLayerTiles g = fft_layer_tiles(pass_, t, l);
   const FftBatches b = fft_batches(g, l);
   const double bins = g.bins(), points = double(t) * t;
-  // A real t x t transform: about half a complex one's 5 N log2 N. A complex multiply-add: 8 flops, about 6 in
-  // Gauss's form (a quarter of the products traded for additions on the operands).
+  // A real t x t transform: about half a complex one's 5 N log2 N. A complex multiply-add: 8 flops.
   const double transform_flops = 2.5 * points * std::log2(points) * double(b.sum());
   const double macs = pass_ == FftPass::bwd_filter ? double(l.c) * l.k * g.columns
                       : pass_ == FftPass::forward  ? double(l.k) * g.columns * l.c
                                                    : double(l.c) * g.columns * l.k;
-  const double per_product = c.at("gemm").get<std::string>() == kGemmThreeMultiply ? 6.0 : 8.0;
-  const double flops = transform_flops + per_product * macs * bins;
+  const double flops = transform_flops + 8.0 * macs * bins;
   // The operands (each tile transform reads its source once, halo rows from cache), each spectrum written and read once.
   const double bytes = operand_bytes(p) + 16.0 * bins * double(b.sum());
   return {p.direct_flops(), flops, operand_bytes(p), bytes};
@@ -211,7 +201,7 @@ Tolerance FftLayerVariant::tolerance(const Problem& p, const Config&) const {
 }
 
 std::unique_ptr<Plan> FftLayerVariant::prepare(const Problem& p, const Config& c, const DeviceInfo&, JitCache&) const {
-  return std::make_unique<FftLayerPlan>(p, pass_, fft_tile(c), c.at("gemm").get<std::string>() == kGemmThreeMultiply);
+  return std::make_unique<FftLayerPlan>(p, pass_, fft_tile(c));
 }
 
 }  // namespace convtune
