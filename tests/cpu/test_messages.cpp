@@ -185,8 +185,10 @@ TEST(SpecMessages, VariantsAreANonEmptyListOfNamesOrGlobs) {
   EXPECT_EQ(spec_error(spec_with("variants", "conv2d.*")), list);
   EXPECT_EQ(spec_error(spec_with("variants", {"conv2d.naive", 3})), "spec.variants[1]: must be a string");
   const std::string nope = spec_error(spec_with("variants", {"conv2d.naive", "conv2d.nope"}));
-  EXPECT_EQ(nope.rfind("spec.variants[1]: no variant matches 'conv2d.nope'; allowed: conv1d.cudnn, conv1d.direct, ", 0), 0u)
-      << nope;
+  // The allowed names are the registry's, sorted: plug-ins that another test of the same process loaded
+  // (conv1d.compiled_conv1d) may come first, depending on how ctest shards the suite.
+  EXPECT_EQ(nope.rfind("spec.variants[1]: no variant matches 'conv2d.nope'; allowed: conv1d.", 0), 0u) << nope;
+  EXPECT_NE(nope.find("conv1d.cudnn, conv1d.direct, "), std::string::npos) << nope;
   EXPECT_EQ(spec_error(spec_with("variants", {"conv1d.*"})),
             "spec.variants: none is of the family conv2d (spec.problems has conv2d/h=64,r=1,w=64); add e.g. \"conv2d.*\"");
 }
@@ -194,8 +196,8 @@ TEST(SpecMessages, VariantsAreANonEmptyListOfNamesOrGlobs) {
 TEST(SpecMessages, ParamsAreAnObjectOfKnownVariantsEachAnObject) {
   EXPECT_EQ(spec_error(spec_with("params", json::array())), "spec.params: must be an object {variant: {param: values}}");
   const std::string unknown = spec_error(spec_with("params", {{"conv2d.nope", json::object()}}));
-  EXPECT_EQ(unknown.rfind("spec.params.conv2d.nope: unknown variant; allowed: conv1d.cudnn, conv1d.direct, ", 0), 0u)
-      << unknown;
+  EXPECT_EQ(unknown.rfind("spec.params.conv2d.nope: unknown variant; allowed: conv1d.", 0), 0u) << unknown;
+  EXPECT_NE(unknown.find("conv1d.cudnn, conv1d.direct, "), std::string::npos) << unknown;  // plug-ins may come first
   EXPECT_EQ(spec_error(spec_with("params", {{"conv2d.naive", 32}})),
             "spec.params.conv2d.naive: must be an object {param: values}");
   EXPECT_EQ(spec_error(spec_with("params", {{"conv2d.naive", {{"block_x", {"a"}}}}})),
