@@ -81,7 +81,7 @@ std::vector<double> fft_test_method(const Problem& p, FftPass pass, int t, const
       for (int j = 0; j < sc.step_x; ++j) {
         const int64_t to = sc.output(o, map, i, j);
         if (to < 0) continue;
-        double v = real[size_t(sc.tile_index(column, map, i, j) - (int64_t(column) * sc.maps + map) * points)];
+        double v = real[size_t(sc.read_y + i) * t + sc.read_x + j];
         if (bias) v += bias[map];
         out[size_t(to)] = activate(act, v);
       }

@@ -30,9 +30,8 @@ struct FftTileOrigin {
   int image, y, x;
 };
 
-// Copies t x t windows of a batch of maps into tiles [image][tile][map][t][t]; (image * tiles + tile) is a
-// tile's column, (column * maps + map) the batch index of its transform. Zeros outside the source and past
-// `extent`.
+// The t x t windows of a batch of maps that make a transform's tiles: (image * tiles + tile) is a tile's
+// column, (column * maps + map) the batch index of its transform. Zeros outside the source and past `extent`.
 struct FftGather {
   int images, maps, src_h, src_w;  // the source tensor [images][maps][src_h][src_w]
   int tiles_y, tiles_x, step_y, step_x;
@@ -41,7 +40,6 @@ struct FftGather {
   int t;
   FFT_LAYER_HD int tiles() const { return tiles_y * tiles_x; }
   FFT_LAYER_HD int columns() const { return images * tiles(); }
-  FFT_LAYER_HD int64_t elements() const { return int64_t(columns()) * maps * t * t; }
   FFT_LAYER_HD FftTileOrigin origin(int column) const {
     const int tile = column % tiles();
     return {column / tiles(), origin_y + tile / tiles_x * step_y, origin_x + tile % tiles_x * step_x};
@@ -52,13 +50,11 @@ struct FftGather {
     if (y >= extent_y || x >= extent_x || sy < 0 || sy >= src_h || sx < 0 || sx >= src_w) return -1;
     return ((int64_t(o.image) * maps + map) * src_h + sy) * src_w + sx;
   }
-  FFT_LAYER_HD int64_t tile_index(int column, int map, int y, int x) const {
-    return ((int64_t(column) * maps + map) * t + y) * t + x;
-  }
 };
 
-// Reads outputs [images][maps][out_h][out_w] out of tiles laid out as FftGather's (maps = the output's): the
-// step_y x step_x outputs from a tile's origin are its elements from (read_y, read_x), cut at the edges.
+// Outputs [images][maps][out_h][out_w] out of inverse-transformed tiles, batch-indexed as FftGather's (maps =
+// the output's): the step_y x step_x outputs from a tile's origin are its elements from (read_y, read_x), cut
+// at the edges.
 struct FftScatter {
   int images, maps, out_h, out_w;
   int tiles_y, tiles_x, step_y, step_x;
@@ -66,7 +62,6 @@ struct FftScatter {
   int t;
   FFT_LAYER_HD int tiles() const { return tiles_y * tiles_x; }
   FFT_LAYER_HD int columns() const { return images * tiles(); }
-  FFT_LAYER_HD int64_t elements() const { return int64_t(images) * maps * out_h * out_w; }
   FFT_LAYER_HD FftTileOrigin origin(int column) const {
     const int tile = column % tiles();
     return {column / tiles(), tile / tiles_x * step_y, tile % tiles_x * step_x};
@@ -76,9 +71,6 @@ struct FftScatter {
     const int y = o.y + i, x = o.x + j;
     if (y >= out_h || x >= out_w) return -1;
     return ((int64_t(o.image) * maps + map) * out_h + y) * out_w + x;
-  }
-  FFT_LAYER_HD int64_t tile_index(int column, int map, int i, int j) const {
-    return ((int64_t(column) * maps + map) * t + read_y + i) * t + read_x + j;
   }
 };
 
