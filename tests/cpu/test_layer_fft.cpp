@@ -58,13 +58,13 @@ std::vector<Spectrum> fft_test_gathered(const std::vector<float>& src, const Fft
 
 // The method in float64: the products and sums the pass's GEMM forms, bin by bin, then the inverse transforms
 // read out as the scatter (or the filter crop) reads them.
-std::vector<double> fft_test_method(const Problem& p, FftPass pass, int t, const std::vector<std::vector<float>>& in) {
+std::vector<double> fft_test_method(const Problem& p, LayerPass pass, int t, const std::vector<std::vector<float>>& in) {
   const LayerShape l(p);
   const int n = int(l.n), c = int(l.c), h = int(l.h), w = int(l.w), k = int(l.k), r = int(l.r), s = int(l.s);
   const int pp = int(l.p), q = int(l.q), points = t * t;
   const FftLayerTiles g = fft_layer_tiles(pass, t, l);
   const auto first = fft_test_gathered(in[0], fft_input_gather(g, n, h, w, r, s, int(l.pad_h), int(l.pad_w), pp, q));
-  const auto second = pass == FftPass::bwd_filter ? fft_test_gathered(in[1], fft_gradient_gather(g, n, k, pp, q))
+  const auto second = pass == LayerPass::bwd_filter ? fft_test_gathered(in[1], fft_gradient_gather(g, n, k, pp, q))
                                                   : fft_test_gathered(in[1], fft_filter_gather(k, c, r, s, t));
   std::vector<double> out(size_t(p.output_elements()), std::nan(""));
   auto inverse = [&](const Spectrum& sum) {
@@ -86,7 +86,7 @@ std::vector<double> fft_test_method(const Problem& p, FftPass pass, int t, const
         out[size_t(to)] = activate(act, v);
       }
   };
-  if (pass == FftPass::bwd_filter) {  // DW[k][c] = sum over columns of X[column][c] conj(DY[column][k])
+  if (pass == LayerPass::bwd_filter) {  // DW[k][c] = sum over columns of X[column][c] conj(DY[column][k])
     for (int kk = 0; kk < k; ++kk)
       for (int cc = 0; cc < c; ++cc) {
         Spectrum sum(size_t(points), 0.0);
@@ -98,7 +98,7 @@ std::vector<double> fft_test_method(const Problem& p, FftPass pass, int t, const
     return out;
   }
   const FftScatter sc = fft_output_scatter(g, n, h, w, r, s, pp, q);
-  const bool forward = pass == FftPass::forward;
+  const bool forward = pass == LayerPass::forward;
   const int sum_maps = forward ? c : k;  // forward: Y[k] = sum_c conj(W[k][c]) X[c]; backward-data: DX[c] = sum_k W[k][c] DY[k]
   const float* bias = forward && has_bias(p) ? in.at(2).data() : nullptr;
   for (int column = 0; column < g.columns; ++column)
@@ -113,22 +113,6 @@ std::vector<double> fft_test_method(const Problem& p, FftPass pass, int t, const
       read_out(sc, column, map, inverse(sum), bias, activation_of(p));
     }
   return out;
-}
-
-double fft_test_max_error(const std::vector<double>& got, const std::vector<double>& want) {
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (std::isnan(got[i])) return INFINITY;  // an element no tile wrote
-    worst = std::max(worst, std::fabs(got[i] - want[i]));
-    scale = std::max(scale, std::fabs(want[i]));
-  }
-  return worst / std::max(scale, 1e-30);
-}
-
-const char* const kFftPasses[] = {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"};
-
-FftPass fft_pass_of(const std::string& family) {
-  return family == "layer_fwd" ? FftPass::forward : family == "layer_bwd_data" ? FftPass::bwd_data : FftPass::bwd_filter;
 }
 
 // n c h w k r s pad_h pad_w u v (+ bias and activation for the forward pass), strict fp32.
@@ -149,14 +133,15 @@ TEST(LayerFft, MethodThroughTheTileGeometryMatchesTheReferences) {
                                                     {1, 2, 9, 17, 3, 3, 3, 0, 2, 1, 1},
                                                     {3, 1, 20, 6, 2, 7, 7, 3, 3, 1, 1}};
   int checked = 0;
-  for (const char* family : kFftPasses)
+  for (const char* family : kLayerPassFamilies)
     for (size_t i = 0; i < shapes.size(); ++i) {
       const Problem p = fft_test_shape(family, shapes[i], int64_t(i + 1));
       const auto in = random_inputs(p, seed++);
       for (int t : {8, 16}) {
         if (2 * std::max(p.at("r"), p.at("s")) - 1 > t) continue;
-        const double error = fft_test_max_error(fft_test_method(p, fft_pass_of(family), t, in), cpu_reference(p, in));
-        EXPECT_LT(error, 1e-9) << p.key() << " t " << t;
+        const auto [rel_l2, max_rel] = reference_errors(fft_test_method(p, layer_pass_of(family), t, in), cpu_reference(p, in));
+        EXPECT_LT(rel_l2, 1e-9) << p.key() << " t " << t;  // NaN (an output no tile wrote) fails
+        EXPECT_LT(max_rel, 1e-9) << p.key() << " t " << t;
         ++checked;
       }
     }
@@ -165,7 +150,7 @@ TEST(LayerFft, MethodThroughTheTileGeometryMatchesTheReferences) {
 
 TEST(LayerFft, RefusesWhatTheTiledFftCannotDo) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  for (const char* family : kFftPasses) {
+  for (const char* family : kLayerPassFamilies) {
     const Variant& v = Registry::instance().get(std::string(family) + ".fft");
     const Config c{{"tile", 16}};
     EXPECT_TRUE(v.can_implement(fft_test_shape(family, {2, 3, 20, 20, 4, 7, 7, 3, 3, 1, 1}), c, dev).ok);

@@ -31,7 +31,7 @@ template <int M>
 std::vector<double> host_filter_gradient(const Problem& p, const std::vector<std::vector<float>>& in) {
   constexpr int T = M + 2, P = T * T;
   const LayerShape l(p);
-  const wino::WinoDims d = winograd_dims(WinogradPass::bwd_filter, M, l);
+  const wino::WinoDims d = winograd_dims(LayerPass::bwd_filter, M, l);
   std::vector<float> m(size_t(P) * d.co * d.ci, 0.f);  // [co][ci][P]
   for (int64_t image = 0; image < l.n; ++image)
     for (int tile = 0; tile < d.tiles(); ++tile) {
@@ -64,13 +64,13 @@ std::vector<double> host_filter_gradient(const Problem& p, const std::vector<std
 
 // The method in fp32 as the GPU runs it: U, V, the t^2 products summed over ci, then A^T M A, bias, ReLU.
 template <int M>
-std::vector<double> host_winograd(const Problem& p, WinogradPass pass, const std::vector<std::vector<float>>& in) {
-  if (pass == WinogradPass::bwd_filter) return host_filter_gradient<M>(p, in);
+std::vector<double> host_winograd(const Problem& p, LayerPass pass, const std::vector<std::vector<float>>& in) {
+  if (pass == LayerPass::bwd_filter) return host_filter_gradient<M>(p, in);
   constexpr int T = M + 2, P = T * T;
   const LayerShape l(p);
   const wino::WinoDims d = winograd_dims(pass, M, l);
-  const float* bias = pass == WinogradPass::forward && p.at("bias") == 1 ? in.at(2).data() : nullptr;
-  const Activation act = pass == WinogradPass::forward ? activation_of(p) : Activation::none;
+  const float* bias = pass == LayerPass::forward && p.at("bias") == 1 ? in.at(2).data() : nullptr;
+  const Activation act = pass == LayerPass::forward ? activation_of(p) : Activation::none;
   std::vector<float> u(size_t(P) * d.co * d.ci);  // [co][ci][P]
   for (int co = 0; co < d.co; ++co)
     for (int ci = 0; ci < d.ci; ++ci) {
@@ -109,21 +109,8 @@ std::vector<double> host_winograd(const Problem& p, WinogradPass pass, const std
   return out;
 }
 
-std::vector<double> host_winograd(int m, const Problem& p, WinogradPass pass, const std::vector<std::vector<float>>& in) {
+std::vector<double> host_winograd(int m, const Problem& p, LayerPass pass, const std::vector<std::vector<float>>& in) {
   return m == 2 ? host_winograd<2>(p, pass, in) : host_winograd<4>(p, pass, in);
-}
-
-// ||got - want|| / ||want|| and max |got - want| / max |want|; NaN (an element never written) fails both.
-std::pair<double, double> errors(const std::vector<double>& got, const std::vector<double>& want) {
-  double diff = 0, norm = 0, max_diff = 0, max_ref = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double e = std::fabs(got[i] - want[i]);
-    if (std::isnan(e)) return {INFINITY, INFINITY};
-    diff += e * e, norm += want[i] * want[i];
-    max_diff = std::max(max_diff, e), max_ref = std::max(max_ref, std::fabs(want[i]));
-  }
-  if (norm == 0) return {std::sqrt(diff), max_diff};  // an all-zero reference (ReLU): absolute errors
-  return {std::sqrt(diff / norm), max_diff / max_ref};
 }
 
 // n c h w k r s pad_h pad_w u v (+ bias relu for the forward pass, then precision).
@@ -133,16 +120,9 @@ Problem winograd_shape(const std::string& family, std::vector<int64_t> values) {
   return layer_problem(family, find_family(family).dims(), values);
 }
 
-const char* const kWinogradPasses[] = {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"};
-
 std::vector<Problem> shapes(const std::string& family) {
   return {winograd_shape(family, {2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1}), winograd_shape(family, {3, 6, 11, 8, 9, 3, 3, 0, 2, 1, 1}),
           winograd_shape(family, {1, 64, 6, 5, 32, 3, 3, 2, 0, 1, 1}), winograd_shape(family, {1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1})};
-}
-
-WinogradPass pass_of(const std::string& family) {
-  return family == "layer_fwd" ? WinogradPass::forward
-         : family == "layer_bwd_data" ? WinogradPass::bwd_data : WinogradPass::bwd_filter;
 }
 
 const Variant& winograd_variant(const std::string& family) { return Registry::instance().get(family + ".winograd"); }
@@ -152,10 +132,10 @@ const Variant& winograd_variant(const std::string& family) { return Registry::in
 TEST(LayerWinograd, HostMethodMatchesReferencesWithinTolerance) {
   unsigned seed = 7;
   for (int m : {2, 4})
-    for (const char* family : kWinogradPasses)
+    for (const char* family : kLayerPassFamilies)
       for (const Problem& p : shapes(family)) {
         const auto in = random_inputs(p, seed++);
-        const auto [rel_l2, max_rel] = errors(host_winograd(m, p, pass_of(family), in), cpu_reference(p, in));
+        const auto [rel_l2, max_rel] = reference_errors(host_winograd(m, p, layer_pass_of(family), in), cpu_reference(p, in));
         const Tolerance tol = winograd_variant(family).tolerance(p, {{"tile", m}, {"chunk", 1}});
         EXPECT_LE(rel_l2, tol.rel_l2) << p.key() << " m " << m;
         EXPECT_LE(max_rel, tol.max_rel) << p.key() << " m " << m;
@@ -171,7 +151,7 @@ TEST(LayerWinograd, F4x4WithinTheBoundOnTheWidestLayer) {
   for (const char* family : {"layer_fwd", "layer_bwd_data"}) {
     const Problem p = winograd_shape(family, {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1});
     const auto in = random_inputs(p, seed++);
-    const auto [rel_l2, max_rel] = errors(host_winograd(4, p, pass_of(family), in), cpu_reference(p, in));
+    const auto [rel_l2, max_rel] = reference_errors(host_winograd(4, p, layer_pass_of(family), in), cpu_reference(p, in));
     const Tolerance tol = winograd_variant(family).tolerance(p, {{"tile", 4}, {"chunk", 1}});
     EXPECT_LE(rel_l2, tol.rel_l2 / 2) << family;
     EXPECT_LE(max_rel, tol.max_rel / 2) << family;
@@ -182,7 +162,7 @@ TEST(LayerWinograd, F4x4WithinTheBoundOnTheWidestLayer) {
 
 TEST(LayerWinograd, RefusesWhatWinogradOf3x3CannotDo) {
   const DeviceInfo dev = DeviceInfo::offline_sm90();
-  for (const char* family : kWinogradPasses) {
+  for (const char* family : kLayerPassFamilies) {
     const Variant& v = winograd_variant(family);
     const Config c{{"tile", 2}, {"chunk", 1}};
     EXPECT_TRUE(v.can_implement(winograd_shape(family, {1, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1}), c, dev).ok);
@@ -229,7 +209,7 @@ TEST(LayerWinograd, CostByHand) {
 TEST(LayerWinogradCompile, EveryPassAndEpilogue) {
   std::vector<JitProgram> programs;
   for (int m : {2, 4})
-    for (const char* family : kWinogradPasses)
+    for (const char* family : kLayerPassFamilies)
       for (const Problem& p : shapes(family))
         for (const JitProgram& prog : winograd_variant(family).programs(p, {{"tile", m}, {"chunk", 1}})) programs.push_back(prog);
   Problem plain = winograd_shape("layer_fwd", {2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1});
@@ -253,7 +233,7 @@ TEST(LayerWinograd, SquashingActivationsVerifyAtUnitScale) {
     EXPECT_DOUBLE_EQ(tol.rel_l2, widen_l2 * 1e-5) << act;  // the method's 1e-5: 2e-7 sqrt(576) is smaller
     EXPECT_DOUBLE_EQ(tol.max_rel, widen_max * 1e-4) << act;
     const auto in = random_inputs(p, seed++);
-    const auto [rel_l2, max_rel] = errors(host_winograd(4, p, WinogradPass::forward, in), cpu_reference(p, in));
+    const auto [rel_l2, max_rel] = reference_errors(host_winograd(4, p, LayerPass::forward, in), cpu_reference(p, in));
     EXPECT_LE(rel_l2, tol.rel_l2 / 2) << act;
     EXPECT_LE(max_rel, tol.max_rel / 2) << act;
     std::printf("act %d: rel_l2 %.2e (bound %.1e), max_rel %.2e (bound %.1e)\n", act, rel_l2, tol.rel_l2, max_rel,

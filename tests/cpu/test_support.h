@@ -31,6 +31,7 @@
 #include "harness/records.h"
 #include "harness/shard.h"
 #include "harness/variant.h"
+#include "variants/layer_common/layer_shape.h"
 
 namespace convtune::test {
 
@@ -100,6 +101,25 @@ inline std::vector<const Variant*> builtin_variants(const std::string& family) {
 
 // A conv2d problem, unvalidated (rule tests build shapes the spec would refuse).
 inline Problem conv2d(int64_t h, int64_t w, int64_t r) { return Problem{"conv2d", {{"h", h}, {"w", w}, {"r", r}}}; }
+
+// ||got - want|| / ||want|| and max |got - want| / max |want|; NaN (an element never written) fails both.
+inline std::pair<double, double> reference_errors(const std::vector<double>& got, const std::vector<double>& want) {
+  double diff = 0, norm = 0, max_diff = 0, max_ref = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double e = std::fabs(got[i] - want[i]);
+    if (std::isnan(e)) return {INFINITY, INFINITY};
+    diff += e * e, norm += want[i] * want[i];
+    max_diff = std::max(max_diff, e), max_ref = std::max(max_ref, std::fabs(want[i]));
+  }
+  if (norm == 0) return {std::sqrt(diff), max_diff};  // an all-zero reference (ReLU): absolute errors
+  return {std::sqrt(diff / norm), max_diff / max_ref};
+}
+
+// The three convolution-layer families, one a pass, and the pass of each.
+inline const char* const kLayerPassFamilies[] = {"layer_fwd", "layer_bwd_data", "layer_bwd_filter"};
+inline LayerPass layer_pass_of(const std::string& family) {
+  return family == "layer_fwd" ? LayerPass::forward : family == "layer_bwd_data" ? LayerPass::bwd_data : LayerPass::bwd_filter;
+}
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -7,7 +7,7 @@ namespace {
 
 class LayerBwdDataFft : public FftLayerVariant {
  public:
-  LayerBwdDataFft() : FftLayerVariant(FftPass::bwd_data) {}
+  LayerBwdDataFft() : FftLayerVariant(LayerPass::bwd_data) {}
   std::string name() const override { return "layer_bwd_data.fft"; }
   std::string family() const override { return kLayerBwdData; }
 };

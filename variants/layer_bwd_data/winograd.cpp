@@ -7,7 +7,7 @@ namespace {
 
 class LayerBwdDataWinograd : public WinogradVariant {
  public:
-  LayerBwdDataWinograd() : WinogradVariant(WinogradPass::bwd_data) {}
+  LayerBwdDataWinograd() : WinogradVariant(LayerPass::bwd_data) {}
   std::string name() const override { return "layer_bwd_data.winograd"; }
   std::string family() const override { return kLayerBwdData; }
 };

@@ -7,7 +7,7 @@ namespace {
 
 class LayerBwdFilterFft : public FftLayerVariant {
  public:
-  LayerBwdFilterFft() : FftLayerVariant(FftPass::bwd_filter) {}
+  LayerBwdFilterFft() : FftLayerVariant(LayerPass::bwd_filter) {}
   std::string name() const override { return "layer_bwd_filter.fft"; }
   std::string family() const override { return kLayerBwdFilter; }
 };

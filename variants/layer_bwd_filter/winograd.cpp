@@ -7,7 +7,7 @@ namespace {
 
 class LayerBwdFilterWinograd : public WinogradVariant {
  public:
-  LayerBwdFilterWinograd() : WinogradVariant(WinogradPass::bwd_filter) {}
+  LayerBwdFilterWinograd() : WinogradVariant(LayerPass::bwd_filter) {}
   std::string name() const override { return "layer_bwd_filter.winograd"; }
   std::string family() const override { return kLayerBwdFilter; }
 };

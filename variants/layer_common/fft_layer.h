@@ -18,7 +18,7 @@
 
 namespace convtune {
 
-FftLayerTiles fft_layer_tiles(FftPass pass, int t, const LayerShape& l);
+FftLayerTiles fft_layer_tiles(LayerPass pass, int t, const LayerShape& l);
 
 // The three transforms' batch counts: the first (the tiled input), the second (the filters, or
 // backward-filter's dy blocks) and the third (the inverse: outputs, or backward-filter's dw).
@@ -31,7 +31,7 @@ FftBatches fft_batches(const FftLayerTiles& g, const LayerShape& l);
 
 class FftLayerVariant : public Variant {
  public:
-  explicit FftLayerVariant(FftPass pass) : pass_(pass) {}
+  explicit FftLayerVariant(LayerPass pass) : pass_(pass) {}
   std::string summary() const override;
   ParamSpace space(const Problem& p, const DeviceInfo& dev) const override;
   Status can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
@@ -42,7 +42,7 @@ class FftLayerVariant : public Variant {
   int complexity() const override { return 4; }
 
  private:
-  FftPass pass_;
+  LayerPass pass_;
 };
 
 }  // namespace convtune

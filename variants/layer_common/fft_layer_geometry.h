@@ -14,6 +14,8 @@
 #pragma once
 #include <cstdint>
 
+#include "variants/layer_common/layer_shape.h"
+
 #if defined(__CUDACC__)
 #define FFT_LAYER_HD __host__ __device__ __forceinline__
 #else
@@ -21,8 +23,6 @@
 #endif
 
 namespace convtune {
-
-enum class FftPass : int { forward = 0, bwd_data = 1, bwd_filter = 2 };
 
 // Where a tile sits: its image and the coordinates of its element (0, 0) in the tensor it is read from or
 // written to (may be negative: padding).
@@ -76,7 +76,7 @@ struct FftScatter {
 
 // One pass's tiling at transform size t (t >= r and s; the layer's stride is 1).
 struct FftLayerTiles {
-  FftPass pass;
+  LayerPass pass;
   int t, step_y, step_x, tiles_y, tiles_x;
   int columns;   // images * tiles: the GEMMs' long dim (backward-filter: the summed one)
   int in_maps;   // maps of the tiled input (x: C; backward-data's dy: K)
@@ -87,7 +87,7 @@ struct FftLayerTiles {
 FFT_LAYER_HD int fft_ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 // Dims as in LayerShape: n c h w k r s pad_h pad_w, output p x q.
-FFT_LAYER_HD FftLayerTiles fft_layer_tiles(FftPass pass, int t, int n, int c, int h, int w, int k, int r, int s,
+FFT_LAYER_HD FftLayerTiles fft_layer_tiles(LayerPass pass, int t, int n, int c, int h, int w, int k, int r, int s,
                                            int p, int q) {
   FftLayerTiles g{};
   g.pass = pass;
@@ -95,19 +95,19 @@ FFT_LAYER_HD FftLayerTiles fft_layer_tiles(FftPass pass, int t, int n, int c, in
   g.step_y = t - r + 1;
   g.step_x = t - s + 1;
   // The tiled extent: the output's (forward, backward-data) or dy's (backward-filter).
-  const int ty = pass == FftPass::bwd_data ? h : p, tx = pass == FftPass::bwd_data ? w : q;
+  const int ty = pass == LayerPass::bwd_data ? h : p, tx = pass == LayerPass::bwd_data ? w : q;
   g.tiles_y = fft_ceil_div(ty, g.step_y);
   g.tiles_x = fft_ceil_div(tx, g.step_x);
   g.columns = n * g.tiles_y * g.tiles_x;
-  g.in_maps = pass == FftPass::bwd_data ? k : c;
-  g.out_maps = pass == FftPass::forward ? k : pass == FftPass::bwd_data ? c : 0;
+  g.in_maps = pass == LayerPass::bwd_data ? k : c;
+  g.out_maps = pass == LayerPass::forward ? k : pass == LayerPass::bwd_data ? c : 0;
   return g;
 }
 
 // The gather of the pass's first operand: x (forward, backward-filter) or dy (backward-data).
 FFT_LAYER_HD FftGather fft_input_gather(const FftLayerTiles& g, int n, int h, int w, int r, int s, int pad_h, int pad_w,
                                         int p, int q) {
-  const bool data = g.pass == FftPass::bwd_data;
+  const bool data = g.pass == LayerPass::bwd_data;
   return {n,
           g.in_maps,
           data ? p : h,
@@ -138,7 +138,7 @@ FFT_LAYER_HD FftScatter fft_filter_crop(int k, int c, int r, int s, int t) { ret
 
 // The output read of forward and backward-data.
 FFT_LAYER_HD FftScatter fft_output_scatter(const FftLayerTiles& g, int n, int h, int w, int r, int s, int p, int q) {
-  const bool data = g.pass == FftPass::bwd_data;
+  const bool data = g.pass == LayerPass::bwd_data;
   return {n,         g.out_maps, data ? h : p, data ? w : q, g.tiles_y, g.tiles_x, g.step_y, g.step_x,
           data ? r - 1 : 0, data ? s - 1 : 0, g.t};
 }

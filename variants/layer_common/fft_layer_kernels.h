@@ -11,7 +11,12 @@
 
 namespace convtune {
 
-inline bool fft_layer_transform_size(int t) { return t == 8 || t == 16 || t == 32; }
+inline constexpr int kFftLayerTransformSizes[] = {8, 16, 32};
+inline bool fft_layer_transform_size(int t) {
+  for (int size : kFftLayerTransformSizes)
+    if (size == t) return true;
+  return false;
+}
 
 // spectra = the forward transforms of the g.columns() * g.maps tiles g describes.
 void fft_layer_spectra(const float* src, cuComplex* spectra, const FftGather& g, cudaStream_t s);

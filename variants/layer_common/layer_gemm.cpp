@@ -73,7 +73,7 @@ std::vector<std::string> gemm_defines(const LayerShape& l) {
   return d;
 }
 
-static void check_cublas(cublasStatus_t status, const char* call) {
+void check_cublas(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS) throw_cuda("cublas", cublasGetStatusString(status), call, __FILE__, __LINE__);
 }
 

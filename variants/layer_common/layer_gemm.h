@@ -57,6 +57,8 @@ struct StridedGemm {
   float beta;
 };
 
+// Throws CudaError naming `call` unless `status` is success.
+void check_cublas(cublasStatus_t status, const char* call);
 // A cuBLAS handle in default math: with CUBLAS_COMPUTE_32F no TF32 runs (tf32 asks for it through the
 // compute type alone). The caller destroys it.
 cublasHandle_t make_gemm_handle();

@@ -28,6 +28,11 @@ Tolerance layer_tolerance(int64_t sum_length, const std::string& math) {
 int64_t forward_sum_length(const LayerShape& l) { return l.c * l.r * l.s; }
 int64_t bwd_data_sum_length(const LayerShape& l) { return l.k * l.r * l.s; }
 int64_t bwd_filter_sum_length(const LayerShape& l) { return l.n * l.p * l.q; }
+int64_t pass_sum_length(LayerPass pass, const LayerShape& l) {
+  return pass == LayerPass::forward    ? forward_sum_length(l)
+         : pass == LayerPass::bwd_data ? bwd_data_sum_length(l)
+                                       : bwd_filter_sum_length(l);
+}
 
 double operand_bytes(const Problem& p) {
   double elements = 0;

@@ -30,6 +30,7 @@ Tolerance layer_tolerance(int64_t sum_length, const std::string& math);
 int64_t forward_sum_length(const LayerShape& l);
 int64_t bwd_data_sum_length(const LayerShape& l);
 int64_t bwd_filter_sum_length(const LayerShape& l);
+int64_t pass_sum_length(LayerPass pass, const LayerShape& l);  // the one of the three for `pass`
 
 // ---- cost -------------------------------------------------------------------------------------------
 // Each operand once: the inputs read, the output written (4-byte floats).

@@ -67,12 +67,12 @@ struct Buffers {
 
 class WinogradPlan : public Plan {
  public:
-  WinogradPlan(const Problem& p, WinogradPass pass, int m, int chunk, std::shared_ptr<Module> module)
+  WinogradPlan(const Problem& p, LayerPass pass, int m, int chunk, std::shared_ptr<Module> module)
       : l_(p), pass_(pass), d_(winograd_dims(pass, m, l_)), chunk_(chunk),
-        chunks_(pass == WinogradPass::bwd_filter ? chunk_count(l_.n, chunk) : 1), module_(std::move(module)),
+        chunks_(pass == LayerPass::bwd_filter ? chunk_count(l_.n, chunk) : 1), module_(std::move(module)),
         workspace_(size_t(winograd_workspace_floats(pass, d_, l_.n, chunk))), points_(int(points(d_))),
-        has_bias_(pass == WinogradPass::forward && p.at("bias") == 1), handle_(make_gemm_handle()) {
-    const bool filter = pass == WinogradPass::bwd_filter;
+        has_bias_(pass == LayerPass::forward && p.at("bias") == 1), handle_(make_gemm_handle()) {
+    const bool filter = pass == LayerPass::bwd_filter;
     before_ = module_->function(filter ? "winograd_gradient" : "winograd_filter");
     input_ = module_->function(filter ? "winograd_tiles" : "winograd_input");
     after_ = module_->function(filter ? "winograd_filter_gradient" : "winograd_output");
@@ -86,7 +86,7 @@ class WinogradPlan : public Plan {
   void run(cudaStream_t stream) override {
     if (cublasSetStream(handle_, stream) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasSetStream failed");
     const Buffers b(workspace_.get(), d_, chunk_, chunks_);
-    if (pass_ == WinogradPass::bwd_filter) return run_filter_gradient(b, stream);
+    if (pass_ == LayerPass::bwd_filter) return run_filter_gradient(b, stream);
     const float* filter = operands_.at(1);
     float* u = b.filter;
     void* filter_args[] = {&filter, &u};
@@ -151,7 +151,7 @@ class WinogradPlan : public Plan {
   }
 
   const LayerShape l_;
-  const WinogradPass pass_;
+  const LayerPass pass_;
   const wino::WinoDims d_;
   const int chunk_;
   const int64_t chunks_;  // backward-filter's partial sums; 1 otherwise
@@ -167,21 +167,21 @@ class WinogradPlan : public Plan {
 
 }  // namespace
 
-wino::WinoDims winograd_dims(WinogradPass pass, int m, const LayerShape& l) {
+wino::WinoDims winograd_dims(LayerPass pass, int m, const LayerShape& l) {
   return wino::dims(int(pass), m, int(l.c), int(l.h), int(l.w), int(l.k), int(l.pad_h), int(l.pad_w), int(l.p), int(l.q));
 }
 
-int64_t winograd_workspace_floats(WinogradPass pass, const wino::WinoDims& d, int64_t n, int64_t chunk) {
-  const int64_t chunks = pass == WinogradPass::bwd_filter ? chunk_count(n, chunk) : 1;
+int64_t winograd_workspace_floats(LayerPass pass, const wino::WinoDims& d, int64_t n, int64_t chunk) {
+  const int64_t chunks = pass == LayerPass::bwd_filter ? chunk_count(n, chunk) : 1;
   return points(d) * chunks * (int64_t(d.co) * d.ci + (int64_t(d.ci) + d.co) * tiles_in(d, chunk));
 }
 
 std::string WinogradVariant::summary() const {
-  if (pass_ == WinogradPass::bwd_filter)
+  if (pass_ == LayerPass::bwd_filter)
     return "Winograd F(3x3,m x m) backward-filter (3x3, stride 1, m = 2 or 4): x-tile and dy-block transforms "
            "of the whole batch, (m+2)^2 x chunks strict-fp32 cuBLAS GEMMs, the chunks' partials summed in order, "
            "then the dw transform";
-  return std::string("Winograd F(m x m,3x3) ") + (pass_ == WinogradPass::forward ? "forward" : "backward-data") +
+  return std::string("Winograd F(m x m,3x3) ") + (pass_ == LayerPass::forward ? "forward" : "backward-data") +
          " (3x3, stride 1, m = 2 or 4): per chunk of images, input-tile transform, (m+2)^2 strict-fp32 cuBLAS "
          "GEMMs, output transform; the filter transform in every call";
 }
@@ -191,7 +191,7 @@ ParamSpace WinogradVariant::space(const Problem& p, const DeviceInfo&) const {
   // Forward and backward-data: small chunks keep V and M in L2. Backward-filter: smaller chunks split the
   // tile sum into more GEMMs, to fill the GPU when co x ci is small.
   std::vector<json> chunks;
-  if (pass_ == WinogradPass::bwd_filter && n > 2) chunks.push_back(2);
+  if (pass_ == LayerPass::bwd_filter && n > 2) chunks.push_back(2);
   for (int chunk : {4, 8, 16})
     if (chunk < n) chunks.push_back(chunk);
   if (n <= 32) chunks.push_back(n);
@@ -216,10 +216,10 @@ Status WinogradVariant::can_implement(const Problem& p, const Config& c, const D
   const double bound = gemm_workspace_bound(dev);
   if (4.0 * floats > bound)
     return Status::no("workspace (transformed filter, tiles and products of " +
-                      std::string(pass_ == WinogradPass::bwd_filter ? "the batch" : std::to_string(chunk) + " images") + ") " +
+                      std::string(pass_ == LayerPass::bwd_filter ? "the batch" : std::to_string(chunk) + " images") + ") " +
                       std::to_string(int64_t(4.0 * floats / double(1 << 20))) + " MiB over the bound");
   // The largest index of the kernels: into V, the co x T matrices or backward-filter's partials.
-  const double chunks = pass_ == WinogradPass::bwd_filter ? double(chunk_count(l.n, chunk)) : 1.0;
+  const double chunks = pass_ == LayerPass::bwd_filter ? double(chunk_count(l.n, chunk)) : 1.0;
   if (double(points(d)) * chunks * double(std::max(d.ci, d.co)) * std::max(double(tiles_in(d, chunk)), double(d.ci)) >
       2147483647.0)
     return Status::no("chunk too large for the kernels' 32-bit indices");
@@ -234,7 +234,7 @@ Cost WinogradVariant::cost(const Problem& p, const Config& c) const {
   // transform (backward-filter: dy's) per (co, tile). bytes_model: the operands, the co x ci matrices
   // written once and read per chunk (backward-filter: a partial per chunk written and read once), V and the
   // co x T matrices written and read once.
-  const bool filter = pass_ == WinogradPass::bwd_filter;
+  const bool filter = pass_ == LayerPass::bwd_filter;
   const TransformFlops transforms = transform_flops(d.m);
   const double chunks = double(chunk_count(l.n, chunk_images(c)));
   const double flops = 2.0 * t2 * co * ci * tiles + transforms.input * ci * tiles +
@@ -249,9 +249,7 @@ Cost WinogradVariant::cost(const Problem& p, const Config& c) const {
 // 1/24, and its fp32 fractions are rounded: about 7x that, still well inside the bound (the CPU test).
 Tolerance WinogradVariant::tolerance(const Problem& p, const Config&) const {
   const LayerShape l(p);
-  const int64_t terms = pass_ == WinogradPass::forward    ? forward_sum_length(l)
-                        : pass_ == WinogradPass::bwd_data ? bwd_data_sum_length(l)
-                                                          : bwd_filter_sum_length(l);
+  const int64_t terms = pass_sum_length(pass_, l);
   return layer_tolerance(terms, kMathFp32);
 }
 
@@ -261,9 +259,9 @@ std::vector<JitProgram> WinogradVariant::programs(const Problem& p, const Config
   program.options.push_back(define("PASS", int(pass_)));
   program.options.push_back(define("THREADS", kThreads));
   program.options.push_back(define("TILE", output_block(c)));
-  if (pass_ == WinogradPass::forward)
+  if (pass_ == LayerPass::forward)
     for (std::string& d : epilogue_defines(p)) program.options.push_back(std::move(d));
-  if (pass_ == WinogradPass::bwd_filter) program.options.push_back(define("CHUNK", chunk_images(c)));
+  if (pass_ == LayerPass::bwd_filter) program.options.push_back(define("CHUNK", chunk_images(c)));
   return {program};
 }
 

@@ -15,14 +15,12 @@
 
 namespace convtune {
 
-enum class WinogradPass { forward = 0, bwd_data = 1, bwd_filter = 2 };
-
 // m: the output block of F(m x m, 3x3), 2 or 4.
-wino::WinoDims winograd_dims(WinogradPass pass, int m, const LayerShape& l);
+wino::WinoDims winograd_dims(LayerPass pass, int m, const LayerShape& l);
 
 class WinogradVariant : public Variant {
  public:
-  explicit WinogradVariant(WinogradPass pass) : pass_(pass) {}
+  explicit WinogradVariant(LayerPass pass) : pass_(pass) {}
   std::string summary() const override;
   ParamSpace space(const Problem& p, const DeviceInfo& dev) const override;
   Status can_implement(const Problem& p, const Config& c, const DeviceInfo& dev) const override;
@@ -34,11 +32,11 @@ class WinogradVariant : public Variant {
   int complexity() const override { return 4; }
 
  private:
-  WinogradPass pass_;
+  LayerPass pass_;
 };
 
 // Floats of the workspace: the (m+2)^2 co x ci matrices, and the chunk's transformed tiles and co x T matrices
 // (backward-filter: all of them for each of the batch's chunks).
-int64_t winograd_workspace_floats(WinogradPass pass, const wino::WinoDims& d, int64_t n, int64_t chunk);
+int64_t winograd_workspace_floats(LayerPass pass, const wino::WinoDims& d, int64_t n, int64_t chunk);
 
 }  // namespace convtune

@@ -7,7 +7,7 @@ namespace {
 
 class LayerFwdFft : public FftLayerVariant {
  public:
-  LayerFwdFft() : FftLayerVariant(FftPass::forward) {}
+  LayerFwdFft() : FftLayerVariant(LayerPass::forward) {}
   std::string name() const override { return "layer_fwd.fft"; }
   std::string family() const override { return kLayerFwd; }
 };

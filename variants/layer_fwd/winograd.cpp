@@ -14,7 +14,7 @@ namespace {
 
 class LayerFwdWinograd : public EpilogueChoice<WinogradVariant> {
  public:
-  LayerFwdWinograd() : EpilogueChoice(WinogradPass::forward) {}
+  LayerFwdWinograd() : EpilogueChoice(LayerPass::forward) {}
   std::string name() const override { return "layer_fwd.winograd"; }
   std::string family() const override { return kLayerFwd; }
 };
