@@ -8,9 +8,9 @@
 namespace convtune {
 namespace {
 
-// A block transforms kFftTiles<T> consecutive tiles: one thread a tile row (then a tile column), the tiles in
-// shared memory between the passes, the spectra stored so that consecutive threads write consecutive tiles of
-// one bin. Radix-2 in registers.
+// A block transforms kFftTiles<T> consecutive tiles: one thread two real tile rows as one complex row (then one
+// column of the half spectrum), the tiles in shared memory between the passes, the spectra stored so that
+// consecutive threads write consecutive tiles of one bin. Radix-2 in registers.
 template <int T>
 constexpr int kFftTiles = T == 32 ? 8 : T == 16 ? 16 : 32;  // 256 threads a block
 template <int T>
@@ -33,11 +33,6 @@ __device__ __forceinline__ float2& half_at(float* shared, int i, int u, int v) {
   return reinterpret_cast<float2*>(shared)[i * kFftHalfPitch<T> + u * kFftHalf<T> + v];
 }
 
-__host__ __device__ constexpr int bit_reverse(int i, int bits) {
-  int r = 0;
-  for (int b = 0; b < bits; ++b) r |= ((i >> b) & 1) << (bits - 1 - b);
-  return r;
-}
 __host__ __device__ constexpr int log2_of(int n) { return n <= 1 ? 0 : 1 + log2_of(n / 2); }
 
 __device__ __forceinline__ float2 cmul(float2 a, float2 b) {
@@ -61,7 +56,7 @@ template <int T, bool Inverse>
 __device__ __forceinline__ void fft_in_registers(float2 (&a)[T]) {
 #pragma unroll
   for (int i = 0; i < T; ++i) {
-    const int j = bit_reverse(i, log2_of(T));
+    const int j = __brev(unsigned(i)) >> (32 - log2_of(T));  // a constant once unrolled (a loop may not fold)
     if (i < j) {
       const float2 t = a[i];
       a[i] = a[j];
@@ -92,10 +87,25 @@ __device__ __forceinline__ void fft_in_registers(float2 (&a)[T]) {
   }
 }
 
+// The column transforms of a block's half spectra, in place: one thread a column, the block's columns on
+// consecutive threads (a tile's T/2 + 1 columns would leave most of a warp idle).
+template <int T, bool Inverse>
+__device__ __forceinline__ void column_pass(float* shared) {
+  constexpr int kHalf = kFftHalf<T>;
+  if (threadIdx.x >= kFftTiles<T> * kHalf) return;
+  const int tile = threadIdx.x / kHalf, column = threadIdx.x % kHalf;
+  float2 a[T];
+#pragma unroll
+  for (int u = 0; u < T; ++u) a[u] = half_at<T>(shared, tile, u, column);
+  fft_in_registers<T, Inverse>(a);
+#pragma unroll
+  for (int u = 0; u < T; ++u) half_at<T>(shared, tile, u, column) = a[u];
+}
+
 template <int T>
 __global__ void __launch_bounds__(kFftThreads<T>)
 spectra_kernel(const float* __restrict__ src, float2* __restrict__ spectra, FftGather g, int batch) {
-  constexpr int kTiles = kFftTiles<T>, kHalf = kFftHalf<T>;
+  constexpr int kTiles = kFftTiles<T>, kHalf = kFftHalf<T>, kPairs = T / 2;
   __shared__ float shared[kFftSharedFloats<T>];
   __shared__ int64_t base[kTiles];  // each tile's map in src, or -1 past the batch
   __shared__ int origin_y[kTiles], origin_x[kTiles];
@@ -117,22 +127,26 @@ spectra_kernel(const float* __restrict__ src, float2* __restrict__ spectra, FftG
     real[i][y][x] = inside ? __ldg(src + base[i] + int64_t(sy) * g.src_w + sx) : 0.0f;
   }
   __syncthreads();
-  const int tile = threadIdx.x / T, lane = threadIdx.x % T;
+  // Rows y and y + T/2 of a tile as one complex row: one transform for two real ones.
   float2 a[T];
+  const bool row_thread = threadIdx.x < kTiles * kPairs;
+  const int tile = threadIdx.x / kPairs, row = threadIdx.x % kPairs;
+  if (row_thread) {
 #pragma unroll
-  for (int x = 0; x < T; ++x) a[x] = make_float2(real[tile][lane][x], 0.0f);
-  fft_in_registers<T, false>(a);
-  __syncthreads();  // the half spectra overwrite the real tiles
-#pragma unroll
-  for (int v = 0; v < kHalf; ++v) half_at<T>(shared, tile, lane, v) = a[v];
-  __syncthreads();
-  if (lane < kHalf) {
-#pragma unroll
-    for (int u = 0; u < T; ++u) a[u] = half_at<T>(shared, tile, u, lane);
+    for (int x = 0; x < T; ++x) a[x] = make_float2(real[tile][row][x], real[tile][row + kPairs][x]);
     fft_in_registers<T, false>(a);
-#pragma unroll
-    for (int u = 0; u < T; ++u) half_at<T>(shared, tile, u, lane) = a[u];
   }
+  __syncthreads();  // the half spectra overwrite the real tiles
+  if (row_thread) {
+#pragma unroll
+    for (int v = 0; v < kHalf; ++v) {  // Z = X + iY: X[v] = (Z[v] + conj Z[-v]) / 2, Y[v] = (Z[v] - conj Z[-v]) / 2i
+      const float2 z = a[v], w = a[(T - v) % T];
+      half_at<T>(shared, tile, row, v) = make_float2(0.5f * (z.x + w.x), 0.5f * (z.y - w.y));
+      half_at<T>(shared, tile, row + kPairs, v) = make_float2(0.5f * (z.y + w.y), 0.5f * (w.x - z.x));
+    }
+  }
+  __syncthreads();
+  column_pass<T, false>(shared);
   __syncthreads();
   for (int e = threadIdx.x; e < kTiles * T * kHalf; e += kFftThreads<T>) {  // consecutive tiles of a bin
     const int i = e % kTiles, bin = e / kTiles;
@@ -144,7 +158,7 @@ template <int T, int Act>
 __global__ void __launch_bounds__(kFftThreads<T>)
 outputs_kernel(const float2* __restrict__ spectra, const float* __restrict__ bias_of_maps, float* __restrict__ out,
                FftScatter g, int batch, float scale) {
-  constexpr int kTiles = kFftTiles<T>, kHalf = kFftHalf<T>;
+  constexpr int kTiles = kFftTiles<T>, kHalf = kFftHalf<T>, kPairs = T / 2;
   __shared__ float shared[kFftSharedFloats<T>];
   __shared__ int64_t base[kTiles];  // each tile's map in out, or -1 past the batch
   __shared__ int origin_y[kTiles], origin_x[kTiles];
@@ -163,26 +177,35 @@ outputs_kernel(const float2* __restrict__ spectra, const float* __restrict__ bia
     half_at<T>(shared, i, bin / kHalf, bin % kHalf) = first + i < batch ? spectra[int64_t(bin) * batch + first + i] : make_float2(0, 0);
   }
   __syncthreads();
-  const int tile = threadIdx.x / T, lane = threadIdx.x % T;
-  float2 a[T];
-  if (lane < kHalf) {  // columns first: the rows' Hermitian halves are then whole
-#pragma unroll
-    for (int u = 0; u < T; ++u) a[u] = half_at<T>(shared, tile, u, lane);
-    fft_in_registers<T, true>(a);
-#pragma unroll
-    for (int u = 0; u < T; ++u) half_at<T>(shared, tile, u, lane) = a[u];
-  }
+  column_pass<T, true>(shared);  // columns first: the rows' Hermitian halves are then whole
   __syncthreads();
-  // Row `lane`: its full spectrum from the half (a real row's is Hermitian), inverted.
+  // Rows y and y + T/2 inverted as one complex row Z = X + iY, X and Y Hermitian: Z's real part is row y, its
+  // imaginary part row y + T/2.
+  float2 a[T];
+  const bool row_thread = threadIdx.x < kTiles * kPairs;
+  const int tile = threadIdx.x / kPairs, row = threadIdx.x % kPairs;
+  if (row_thread) {
 #pragma unroll
-  for (int v = 0; v < kHalf; ++v) a[v] = half_at<T>(shared, tile, lane, v);
+    for (int v = 0; v < kHalf; ++v) a[v] = half_at<T>(shared, tile, row, v);
 #pragma unroll
-  for (int v = kHalf; v < T; ++v) a[v] = make_float2(a[T - v].x, -a[T - v].y);
-  fft_in_registers<T, true>(a);
+    for (int v = kHalf; v < T; ++v) a[v] = make_float2(a[T - v].x, -a[T - v].y);
+#pragma unroll
+    for (int v = 0; v < kHalf; ++v) {
+      const float2 y = half_at<T>(shared, tile, row + kPairs, v);
+      a[v] = make_float2(a[v].x - y.y, a[v].y + y.x);  // + i Y[v]
+      if (v > 0 && v < kPairs) a[T - v] = make_float2(a[T - v].x + y.y, a[T - v].y + y.x);  // + i conj Y[v]
+    }
+    fft_in_registers<T, true>(a);
+  }
   __syncthreads();  // the real rows overwrite the half spectra
   float(*real)[T][T + 1] = reinterpret_cast<float(*)[T][T + 1]>(shared);
+  if (row_thread) {
 #pragma unroll
-  for (int x = 0; x < T; ++x) real[tile][lane][x] = a[x].x;
+    for (int x = 0; x < T; ++x) {
+      real[tile][row][x] = a[x].x;
+      real[tile][row + kPairs][x] = a[x].y;
+    }
+  }
   __syncthreads();
   for (int e = threadIdx.x; e < kTiles * T * T; e += kFftThreads<T>) {  // lanes along a tile row
     const int i = e / (T * T), y = e / T % T - g.read_y, x = e % T - g.read_x;
