@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <complex>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -146,6 +147,58 @@ TEST(LayerFft, MethodThroughTheTileGeometryMatchesTheReferences) {
       }
     }
   EXPECT_EQ(checked, 12);  // t = 8 fits the 3x3 shape only
+}
+
+namespace {
+
+struct FftTestComplex {  // the members the kernels' float2 has, in double
+  double x, y;
+};
+
+// The 1D unnormalised DFT of a complex row (inverse: the conjugate kernel).
+std::vector<std::complex<double>> fft_test_row_dft(const std::vector<std::complex<double>>& in, bool inverse) {
+  const int t = int(in.size());
+  std::vector<std::complex<double>> out(in.size(), 0.0);
+  for (int f = 0; f < t; ++f)
+    for (int x = 0; x < t; ++x) out[size_t(f)] += in[size_t(x)] * std::polar(1.0, (inverse ? 2 : -2) * M_PI * f * x / t);
+  return out;
+}
+
+}  // namespace
+
+// The kernels transform two real tile rows as one complex row: split_paired_bin must give each row's own
+// spectrum, and join_paired_bin, from the two Hermitian halves, the complex spectrum whose inverse holds the
+// rows in its real and imaginary parts.
+TEST(LayerFft, PairedRowsSplitAndJoinAsTwoRealTransforms) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> value(-1, 1);
+  for (int t : {8, 16, 32}) {
+    const size_t n = size_t(t);
+    std::vector<std::complex<double>> x(n), y(n), z(n), joined(n);
+    for (int i = 0; i < t; ++i) {
+      x[size_t(i)] = value(rng);
+      y[size_t(i)] = value(rng);
+      z[size_t(i)] = {x[size_t(i)].real(), y[size_t(i)].real()};
+    }
+    const auto X = fft_test_row_dft(x, false), Y = fft_test_row_dft(y, false), Z = fft_test_row_dft(z, false);
+    for (int v = 0; v <= t / 2; ++v) {
+      const std::complex<double> zv = Z[size_t(v)], zn = Z[size_t((t - v) % t)];
+      FftTestComplex xs{}, ys{};
+      split_paired_bin(FftTestComplex{zv.real(), zv.imag()}, FftTestComplex{zn.real(), zn.imag()}, xs, ys);
+      EXPECT_NEAR(std::abs(std::complex<double>(xs.x, xs.y) - X[size_t(v)]), 0, 1e-12) << "t " << t << " bin " << v;
+      EXPECT_NEAR(std::abs(std::complex<double>(ys.x, ys.y) - Y[size_t(v)]), 0, 1e-12) << "t " << t << " bin " << v;
+      FftTestComplex jz{}, jn{};
+      join_paired_bin(FftTestComplex{X[size_t(v)].real(), X[size_t(v)].imag()},
+                      FftTestComplex{Y[size_t(v)].real(), Y[size_t(v)].imag()}, jz, jn);
+      joined[size_t(v)] = {jz.x, jz.y};
+      if (v > 0 && v < t / 2) joined[size_t(t - v)] = {jn.x, jn.y};  // as the inverse kernel takes them
+    }
+    const auto rows = fft_test_row_dft(joined, true);
+    for (int i = 0; i < t; ++i) {
+      EXPECT_NEAR(rows[size_t(i)].real() / t, x[size_t(i)].real(), 1e-12) << "t " << t << " element " << i;
+      EXPECT_NEAR(rows[size_t(i)].imag() / t, y[size_t(i)].real(), 1e-12) << "t " << t << " element " << i;
+    }
+  }
 }
 
 TEST(LayerFft, RefusesWhatTheTiledFftCannotDo) {

@@ -143,4 +143,21 @@ FFT_LAYER_HD FftScatter fft_output_scatter(const FftLayerTiles& g, int n, int h,
           data ? r - 1 : 0, data ? s - 1 : 0, g.t};
 }
 
+// Two real tile rows x and y transformed as one complex row z = x + iy (C: a complex type with members x, y).
+// Bin v of their spectra from z's bins v and -v (= t - v): X[v] = (Z[v] + conj Z[-v]) / 2,
+// Y[v] = (Z[v] - conj Z[-v]) / 2i.
+template <class C>
+FFT_LAYER_HD void split_paired_bin(C z, C z_neg, C& x, C& y) {
+  x = C{0.5f * (z.x + z_neg.x), 0.5f * (z.y - z_neg.y)};
+  y = C{0.5f * (z.y + z_neg.y), 0.5f * (z_neg.x - z.x)};
+}
+
+// The inverse's join: from bin v of two Hermitian spectra X and Y, bins v and -v of Z = X + iY, whose inverse
+// transform is x + iy: Z[v] = X[v] + iY[v], Z[-v] = conj X[v] + i conj Y[v].
+template <class C>
+FFT_LAYER_HD void join_paired_bin(C x, C y, C& z, C& z_neg) {
+  z = C{x.x - y.y, x.y + y.x};
+  z_neg = C{x.x + y.y, y.x - x.y};
+}
+
 }  // namespace convtune

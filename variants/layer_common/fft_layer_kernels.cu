@@ -139,11 +139,8 @@ spectra_kernel(const float* __restrict__ src, float2* __restrict__ spectra, FftG
   __syncthreads();  // the half spectra overwrite the real tiles
   if (row_thread) {
 #pragma unroll
-    for (int v = 0; v < kHalf; ++v) {  // Z = X + iY: X[v] = (Z[v] + conj Z[-v]) / 2, Y[v] = (Z[v] - conj Z[-v]) / 2i
-      const float2 z = a[v], w = a[(T - v) % T];
-      half_at<T>(shared, tile, row, v) = make_float2(0.5f * (z.x + w.x), 0.5f * (z.y - w.y));
-      half_at<T>(shared, tile, row + kPairs, v) = make_float2(0.5f * (z.y + w.y), 0.5f * (w.x - z.x));
-    }
+    for (int v = 0; v < kHalf; ++v)
+      split_paired_bin(a[v], a[(T - v) % T], half_at<T>(shared, tile, row, v), half_at<T>(shared, tile, row + kPairs, v));
   }
   __syncthreads();
   column_pass<T, false>(shared);
@@ -186,14 +183,10 @@ outputs_kernel(const float2* __restrict__ spectra, const float* __restrict__ bia
   const int tile = threadIdx.x / kPairs, row = threadIdx.x % kPairs;
   if (row_thread) {
 #pragma unroll
-    for (int v = 0; v < kHalf; ++v) a[v] = half_at<T>(shared, tile, row, v);
-#pragma unroll
-    for (int v = kHalf; v < T; ++v) a[v] = make_float2(a[T - v].x, -a[T - v].y);
-#pragma unroll
     for (int v = 0; v < kHalf; ++v) {
-      const float2 y = half_at<T>(shared, tile, row + kPairs, v);
-      a[v] = make_float2(a[v].x - y.y, a[v].y + y.x);  // + i Y[v]
-      if (v > 0 && v < kPairs) a[T - v] = make_float2(a[T - v].x + y.y, a[T - v].y + y.x);  // + i conj Y[v]
+      float2 z_neg;
+      join_paired_bin(half_at<T>(shared, tile, row, v), half_at<T>(shared, tile, row + kPairs, v), a[v], z_neg);
+      if (v > 0 && v < kPairs) a[T - v] = z_neg;  // bins 0 and t/2 are their own negatives
     }
     fft_in_registers<T, true>(a);
   }
