@@ -4,6 +4,7 @@
 // what is summed), against the float64 references; what they refuse; their workspace's batches.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <random>
@@ -24,19 +25,34 @@ namespace {
 
 using Spectrum = std::vector<std::complex<double>>;  // t x t, full (not the Hermitian half)
 
+struct FftTestComplex {  // the members the kernels' float2 has, in double
+  double x, y;
+};
+
+// The unnormalised 1D DFT of a complex row (inverse: the conjugate kernel).
+std::vector<std::complex<double>> fft_test_row_dft(const std::vector<std::complex<double>>& in, bool inverse) {
+  const int t = int(in.size());
+  std::vector<std::complex<double>> out(in.size(), 0.0);
+  for (int f = 0; f < t; ++f)
+    for (int x = 0; x < t; ++x) out[size_t(f)] += in[size_t(x)] * std::polar(1.0, (inverse ? 2 : -2) * M_PI * f * x / t);
+  return out;
+}
+
 // The unnormalised 2D DFT of a t x t tile (inverse: the conjugate kernel), row then column.
 Spectrum fft_test_dft(const std::vector<std::complex<double>>& in, int t, bool inverse) {
-  const double sign = inverse ? 1.0 : -1.0;
-  auto line = [&](const std::complex<double>* src, int stride, std::complex<double>* dst, int dst_stride) {
-    for (int f = 0; f < t; ++f) {
-      std::complex<double> sum = 0;
-      for (int x = 0; x < t; ++x) sum += src[x * stride] * std::polar(1.0, sign * 2 * M_PI * f * x / t);
-      dst[f * dst_stride] = sum;
-    }
-  };
-  Spectrum rows(size_t(t) * t), out(size_t(t) * t);
-  for (int y = 0; y < t; ++y) line(&in[size_t(y) * t], 1, &rows[size_t(y) * t], 1);
-  for (int x = 0; x < t; ++x) line(&rows[size_t(x)], t, &out[size_t(x)], t);
+  const size_t n = size_t(t);
+  Spectrum rows(n * n), out(n * n);
+  std::vector<std::complex<double>> line(n);
+  for (size_t y = 0; y < n; ++y) {
+    std::copy(in.begin() + y * n, in.begin() + (y + 1) * n, line.begin());
+    const auto f = fft_test_row_dft(line, inverse);
+    std::copy(f.begin(), f.end(), rows.begin() + y * n);
+  }
+  for (size_t x = 0; x < n; ++x) {
+    for (size_t y = 0; y < n; ++y) line[y] = rows[y * n + x];
+    const auto f = fft_test_row_dft(line, inverse);
+    for (size_t y = 0; y < n; ++y) out[y * n + x] = f[y];
+  }
   return out;
 }
 
@@ -149,26 +165,10 @@ TEST(LayerFft, MethodThroughTheTileGeometryMatchesTheReferences) {
   EXPECT_EQ(checked, 12);  // t = 8 fits the 3x3 shape only
 }
 
-namespace {
-
-struct FftTestComplex {  // the members the kernels' float2 has, in double
-  double x, y;
-};
-
-// The 1D unnormalised DFT of a complex row (inverse: the conjugate kernel).
-std::vector<std::complex<double>> fft_test_row_dft(const std::vector<std::complex<double>>& in, bool inverse) {
-  const int t = int(in.size());
-  std::vector<std::complex<double>> out(in.size(), 0.0);
-  for (int f = 0; f < t; ++f)
-    for (int x = 0; x < t; ++x) out[size_t(f)] += in[size_t(x)] * std::polar(1.0, (inverse ? 2 : -2) * M_PI * f * x / t);
-  return out;
-}
-
-}  // namespace
-
 // The kernels transform two real tile rows as one complex row: split_paired_bin must give each row's own
 // spectrum, and join_paired_bin, from the two Hermitian halves, the complex spectrum whose inverse holds the
-// rows in its real and imaginary parts.
+// rows in its real and imaginary parts. The kernels' own loops over the bins and rows are the GPU test's
+// (GpuVariants.FftOnEveryTile).
 TEST(LayerFft, PairedRowsSplitAndJoinAsTwoRealTransforms) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<double> value(-1, 1);

@@ -56,7 +56,9 @@ template <int T, bool Inverse>
 __device__ __forceinline__ void fft_in_registers(float2 (&a)[T]) {
 #pragma unroll
   for (int i = 0; i < T; ++i) {
-    const int j = __brev(unsigned(i)) >> (32 - log2_of(T));  // a constant once unrolled (a loop may not fold)
+    // j must be a constant, or a[] leaves the registers for local memory: __brev folds, where a loop of bit
+    // tests was left a loop at T = 8.
+    const int j = __brev(unsigned(i)) >> (32 - log2_of(T));
     if (i < j) {
       const float2 t = a[i];
       a[i] = a[j];
