@@ -155,6 +155,21 @@ TEST(Spec, ShippedSpecsParse) {
   EXPECT_THROW(SweepSpec::load("/nonexistent.json"), InputError);
 }
 
+// Every spec the repository ships (the README and the docs name them) parses and has work on an H100-class
+// device: a spec edited by hand, or a variant renamed under it, fails here rather than on a user's GPU.
+TEST(Spec, EverySpecInTheSweepsFolderPlans) {
+  int specs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(CONVTUNE_SOURCE_DIR) / "sweeps")) {
+    if (entry.path().extension() != ".json") continue;
+    SweepSpec s;
+    ASSERT_NO_THROW(s = SweepSpec::load(entry.path().string())) << entry.path();
+    EXPECT_FALSE(s.name.empty()) << entry.path();
+    EXPECT_GT(make_plan(s, DeviceInfo::offline_sm90()).runnable(), 0u) << entry.path();
+    ++specs;
+  }
+  EXPECT_GE(specs, 20);
+}
+
 TEST(Spec, TooLargeForTheDeviceIsAnInputError) {
   json j = minimal();
   j["problems"][0]["h"] = 65536;
