@@ -369,21 +369,35 @@ int cmd_check_dispatch(const std::string& table, const std::string& run, bool as
 }
 
 // Each problem of the runs judged by a table made without it (harness/cross_validate.h).
-int cmd_cross_validate(const std::vector<std::string>& runs, int folds, const std::string& stray, bool as_json) {
+// With leave_runs_out, each run is a fold: its problems (those no run before it measured) are judged by a table
+// made from the other runs, as a network no sweep measured would be.
+int cmd_cross_validate(const std::vector<std::string>& runs, int folds, bool leave_runs_out, const std::string& stray,
+                       bool as_json) {
   if (!stray.empty())
     throw InputError("check-dispatch --cross-validate: " + stray + " given beside it; allowed: runs, each after its "
                      "own --cross-validate");
   json summary;
   std::vector<json> records;
-  for (const auto& run : runs) {
-    const RunTable t = read_run(run);
+  std::vector<int> run_of;  // records[i] is of runs[run_of[i]]
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const RunTable t = read_run(runs[r]);
     if (summary.is_null()) summary = t.summary;
     else if (device_field(t.summary, "name") != device_field(summary, "name"))
-      throw InputError("check-dispatch --cross-validate " + run + ": device.name is '" + device_field(t.summary, "name") +
-                       "'; allowed: '" + device_field(summary, "name") + "', the GPU model of " + runs[0]);
+      throw InputError("check-dispatch --cross-validate " + runs[r] + ": device.name is '" +
+                       device_field(t.summary, "name") + "'; allowed: '" + device_field(summary, "name") +
+                       "', the GPU model of " + runs[0]);
     records.insert(records.end(), t.records.begin(), t.records.end());
+    run_of.resize(records.size(), int(r));
   }
-  const json cv = cross_validate(summary, records, folds);
+  json cv;
+  if (leave_runs_out) {
+    std::vector<int> fold_runs;
+    cv = cross_validate(summary, records, folds_by_group(records, run_of, fold_runs));
+    cv["fold_runs"] = json::array();
+    for (int r : fold_runs) cv["fold_runs"].push_back(runs[size_t(r)]);
+  } else {
+    cv = cross_validate(summary, records, folds);
+  }
   if (as_json) std::cout << cv.dump(2) << "\n";
   else std::cout << format_cross_validation(cv);
   return 0;
@@ -820,8 +834,13 @@ int main(int argc, char** argv) {
   check->add_option("--cross-validate", cv_runs, "run folder(s) of one GPU model: each problem judged by a table "
                                                  "made from the others (model, nearest rule, first-use tuning)")
       ->allow_extra_args(false);
-  check->add_option("--folds", cv_folds, "folds of the cross-validation (per family; its problem count: leave one out)")
-      ->check(CLI::Range(2, 100000));
+  auto* folds_option = check->add_option("--folds", cv_folds, "folds of the cross-validation (per family; its problem "
+                                                              "count: leave one out)")
+                           ->check(CLI::Range(2, 100000));
+  bool cv_leave_runs_out = false;
+  check->add_flag("--leave-runs-out", cv_leave_runs_out, "with --cross-validate: each run a fold, its problems judged by "
+                                                         "a table made from the other runs (whole networks held out)")
+      ->excludes(folds_option);
   check->add_flag("--json", as_json, "print JSON");
 
   std::string strategies;
@@ -886,7 +905,9 @@ int main(int argc, char** argv) {
     }
     if (*check) use_plugins({}, check_run);  // whether a plug-in the table chose can run there
     if (*replay) use_plugins({}, folder);
-    if (*check && !cv_runs.empty()) return cmd_cross_validate(cv_runs, cv_folds, check_table, as_json);
+    if (*check && cv_leave_runs_out && cv_runs.empty())
+      throw InputError("check-dispatch --leave-runs-out: no --cross-validate runs; allowed: with two or more of them");
+    if (*check && !cv_runs.empty()) return cmd_cross_validate(cv_runs, cv_folds, cv_leave_runs_out, check_table, as_json);
     if (*check) return cmd_check_dispatch(check_table, check_run, as_json);
     if (*replay) return cmd_replay(folder, strategies, trials, budget, as_json);
     if (*profile) return cmd_profile(folder, worker_targets, psel, popt);

@@ -66,12 +66,39 @@ double best_of_candidates(const json& table, const std::string& family, const Pr
 
 json cross_validate(const json& summary, const std::vector<json>& records, int folds) {
   if (folds < 2) throw InputError("--folds " + std::to_string(folds) + ": allowed: 2 or more");
+  return cross_validate(summary, records, assign_folds(records, folds));
+}
+
+std::map<std::string, int> folds_by_group(const std::vector<json>& records, const std::vector<int>& groups,
+                                          std::vector<int>& fold_groups) {
+  if (groups.size() != records.size())
+    throw std::logic_error("folds_by_group: " + std::to_string(groups.size()) + " groups for " +
+                           std::to_string(records.size()) + " records");
+  std::map<int, int> fold_of_group;
+  std::map<std::string, int> out;
+  fold_groups.clear();
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].value("status", "") != status::ok) continue;
+    const std::string key = records[i].at("problem_key").get<std::string>();
+    if (out.count(key)) continue;
+    auto [it, added] = fold_of_group.emplace(groups[i], int(fold_groups.size()));
+    if (added) fold_groups.push_back(groups[i]);
+    out[key] = it->second;
+  }
+  return out;
+}
+
+json cross_validate(const json& summary, const std::vector<json>& records, const std::map<std::string, int>& fold_of) {
   const auto times = times_by_problem(records);
   const auto measured = std::count_if(times.begin(), times.end(), [](const auto& t) { return !t.second.ms.empty(); });
   if (measured < 2)
     throw InputError("--cross-validate: " + std::to_string(measured) + " problem(s) with ok records; allowed: "
                      "runs with two or more (each is judged by a table made from the others)");
-  const auto fold_of = assign_folds(records, folds);
+  int folds = 0;
+  for (const auto& [key, f] : fold_of) folds = std::max(folds, f + 1);
+  if (folds < 2)
+    throw InputError("--cross-validate: the problems fall in " + std::to_string(folds) + " fold(s); allowed: 2 or more "
+                     "(with --leave-runs-out: two or more runs that each measured a problem the runs before it did not)");
   const json device = summary.value("device", json::object());
   const DeviceInfo dev = DeviceInfo::from_json(device);
   std::map<std::string, RatioStats> model, nearest, tuned, perfect;
@@ -137,8 +164,10 @@ json cross_validate(const json& summary, const std::vector<json>& records, int f
 std::string format_cross_validation(const json& cv) {
   std::ostringstream out;
   char line[256];
-  out << "cross-validation over " << cv.at("folds").get<int>() << " folds: each problem judged by a table made without it"
-         " (candidates: the best of the model's candidates, what a perfect model would choose)\n";
+  out << "cross-validation over " << cv.at("folds").get<int>()
+      << (cv.contains("fold_runs") ? " runs: each run's problems judged by a table made from the other runs"
+                                   : " folds: each problem judged by a table made without it")
+      << " (candidates: the best of the model's candidates, what a perfect model would choose)\n";
   std::snprintf(line, sizeof line, "%-18s %-8s %8s %10s %11s %8s %8s %10s\n", "family", "rule", "problems", "<=1.10x",
                 "<=1.25x", "worst", "geomean", "unmeasured");
   out << line;

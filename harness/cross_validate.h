@@ -1,6 +1,7 @@
 // How well a run's table serves shapes it was not made from, measured on the run itself: its problems are
 // split into folds, and each fold's problems are judged by a table made from the other folds' records.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,17 @@ using json = nlohmann::json;
 // {family: {"model": stats, "nearest": stats, "tuned": stats, "unmeasured": {...}}}, "rows": [...]}, stats as
 // check_dispatch's (measured, within_1_1, within_1_25, worst_ratio, geomean_ratio).
 json cross_validate(const json& summary, const std::vector<json>& records, int folds);
+
+// The same with the folds given: fold_of[problem key], 0 to n - 1 (a problem not in it is only trained on). Held
+// out by group, e.g. by run (folds_by_group): a whole run's shapes, other networks than those the table is made
+// from, are judged together.
+json cross_validate(const json& summary, const std::vector<json>& records, const std::map<std::string, int>& fold_of);
+
+// A fold per group: records[i] belongs to group groups[i] (e.g. the run it was read from); each problem key with
+// an ok record goes to the fold of the first group that measured it, folds numbered by their groups' order.
+// Returns the folds and, in `fold_groups`, each fold's group.
+std::map<std::string, int> folds_by_group(const std::vector<json>& records, const std::vector<int>& groups,
+                                          std::vector<int>& fold_groups);
 
 std::string format_cross_validation(const json& cv);
 

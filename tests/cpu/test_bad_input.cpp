@@ -288,6 +288,18 @@ TEST_F(BadInput, ARunWithoutRecordsIsNoAnswer) {
   expect_refused({"check-dispatch", "--cross-validate", run.string()}, {"--cross-validate", "0 problem(s)"}, run);
 }
 
+// Runs held out whole need two runs with problems of their own, and no fold count beside them.
+TEST_F(BadInput, LeavingRunsOutNeedsTwoRunsOfTheirOwnProblems) {
+  const fs::path run = run_copy("good");
+  expect_refused({"check-dispatch", "--leave-runs-out"}, {"--leave-runs-out", "--cross-validate"});
+  expect_refused({"check-dispatch", "--cross-validate", run.string(), "--leave-runs-out"}, {"1 fold(s)", "two or more runs"},
+                 run);
+  expect_refused({"check-dispatch", "--cross-validate", run.string(), "--cross-validate", run.string(), "--leave-runs-out"},
+                 {"1 fold(s)"}, run);  // the second adds no problem of its own
+  expect_refused({"check-dispatch", "--cross-validate", run.string(), "--leave-runs-out", "--folds", "3"},
+                 {"--folds", "--leave-runs-out"}, run);
+}
+
 TEST_F(BadInput, ExportOfAGoodCopyStillWritesItsThreeFiles) {
   const fs::path run = run_copy("good");
   const CliResult r = convtune_cli({"export", run.string()}, scratch_);

@@ -724,6 +724,41 @@ TEST(DispatchModel, CrossValidationOnAShippedRun) {
   EXPECT_TRUE(contains(format_cross_validation(cv), "candidates"));
 }
 
+// Held out by run (check-dispatch --leave-runs-out): a problem goes to the fold of the first group that measured
+// it, and folds given as the round-robin folds are judged exactly as those.
+TEST(DispatchModel, CrossValidationByGroupHoldsOutWholeGroups) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const Shipped& s = shipped();
+  const std::vector<json> conv2d_only = records_of(s, "conv2d");
+  // Two "runs": the problems of the first half of the records, then the rest; a repeat of a first-run problem
+  // in the second run stays in the first run's fold.
+  std::vector<int> groups(conv2d_only.size());
+  for (size_t i = 0; i < groups.size(); ++i) groups[i] = i < groups.size() / 2 ? 7 : 3;
+  std::vector<json> with_repeat = conv2d_only;
+  with_repeat.push_back(conv2d_only.front());
+  groups.push_back(3);
+  std::vector<int> fold_groups;
+  const auto fold_of = folds_by_group(with_repeat, groups, fold_groups);
+  EXPECT_EQ(fold_groups, (std::vector<int>{7, 3}));
+  EXPECT_EQ(fold_of.at(conv2d_only.front().at("problem_key").get<std::string>()), 0);
+  const json cv = cross_validate(s.summary, with_repeat, fold_of);
+  EXPECT_EQ(cv["folds"], 2);
+  int judged = 0;
+  for (const json& r : cv["rows"]) {
+    EXPECT_EQ(r["fold"], fold_of.at(r["problem_key"].get<std::string>())) << r.dump();
+    ++judged;
+  }
+  EXPECT_EQ(judged, int(fold_of.size()));
+  // The round-robin folds given as a map: the same judgement, row for row.
+  const json by_count = cross_validate(s.summary, conv2d_only, 2);
+  std::map<std::string, int> round_robin;
+  for (const json& r : by_count["rows"]) round_robin[r["problem_key"]] = r["fold"];
+  EXPECT_EQ(cross_validate(s.summary, conv2d_only, round_robin).dump(), by_count.dump());
+  std::vector<int> one(conv2d_only.size(), 0);
+  EXPECT_TRUE(contains(input_error([&] { cross_validate(s.summary, conv2d_only, folds_by_group(conv2d_only, one, fold_groups)); }),
+                       "1 fold(s)"));
+}
+
 // Cross-validation judges what the runtime ends up running, as check-dispatch does: a model choice the run
 // recorded as refused on the held-out shape (a library that says no only on the GPU) is passed over for
 // the next of the fallback chain, instead of counting the shape as unmeasured.
