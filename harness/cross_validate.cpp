@@ -168,7 +168,7 @@ std::string format_cross_validation(const json& cv) {
       << (cv.contains("fold_runs") ? " runs: each run's problems judged by a table made from the other runs"
                                    : " folds: each problem judged by a table made without it")
       << " (candidates: the best of the model's candidates, what a perfect model would choose)\n";
-  std::snprintf(line, sizeof line, "%-18s %-8s %8s %10s %11s %8s %8s %10s\n", "family", "rule", "problems", "<=1.10x",
+  std::snprintf(line, sizeof line, "%-18s %-10s %8s %10s %11s %8s %8s %10s\n", "family", "rule", "problems", "<=1.10x",
                 "<=1.25x", "worst", "geomean", "unmeasured");
   out << line;
   for (const auto& [f, by_rule] : cv.at("families").items())
@@ -177,7 +177,7 @@ std::string format_cross_validation(const json& cv) {
       const json& s = by_rule.at(rule);
       const int n = s["measured"].get<int>();
       auto pct = [&](const char* k) { return n ? 100.0 * s[k].get<int>() / n : 0.0; };
-      std::snprintf(line, sizeof line, "%-18s %-8s %8d %9.0f%% %10.0f%% %8.3f %8.3f %10d\n", f.c_str(), rule, n,
+      std::snprintf(line, sizeof line, "%-18s %-10s %8d %9.0f%% %10.0f%% %8.3f %8.3f %10d\n", f.c_str(), rule, n,
                     pct("within_1_1"), pct("within_1_25"), n ? s["worst_ratio"].get<double>() : 0.0,
                     n ? s["geomean_ratio"].get<double>() : 0.0, s["unmeasured"].get<int>());
       out << line;
