@@ -759,6 +759,36 @@ TEST(DispatchModel, CrossValidationByGroupHoldsOutWholeGroups) {
                        "1 fold(s)"));
 }
 
+// Ratios do not depend on the unit of time: every record's times scaled by 1000 (problems of seconds, not
+// milliseconds) judge every held-out problem alike. Two measured problems are enough to cross-validate.
+TEST(DispatchModel, CrossValidationIsTheSameInAnyUnitOfTime) {
+  if (!model_fitting_available()) GTEST_SKIP() << "built without XGBoost";
+  const Shipped& s = shipped();
+  const std::vector<json> conv2d_only = records_of(s, "conv2d");
+  std::vector<json> slower = conv2d_only;
+  for (json& r : slower)
+    if (r.contains("time"))
+      for (const char* k : {"median_ms", "mean_ms", "min_ms", "max_ms", "p10_ms", "p90_ms"})
+        if (r["time"].contains(k)) r["time"][k] = r["time"][k].get<double>() * 1000;
+  const json a = cross_validate(s.summary, conv2d_only, 2), b = cross_validate(s.summary, slower, 2);
+  ASSERT_EQ(a["rows"].size(), b["rows"].size());
+  for (size_t i = 0; i < a["rows"].size(); ++i)
+    for (const char* k : {"model_ratio", "nearest_ratio", "tuned_ratio"}) {
+      ASSERT_EQ(a["rows"][i].contains(k), b["rows"][i].contains(k)) << k << " " << a["rows"][i].dump();
+      if (a["rows"][i].contains(k))
+        EXPECT_NEAR(a["rows"][i][k].get<double>(), b["rows"][i][k].get<double>(), 1e-9) << k << " " << a["rows"][i].dump();
+    }
+  // The first two measured problems alone.
+  std::set<std::string> two;
+  std::vector<json> of_two;
+  for (const json& r : conv2d_only) {
+    const std::string key = r.at("problem_key");
+    if (r.value("status", "") == status::ok && two.size() < 2) two.insert(key);
+    if (two.count(key)) of_two.push_back(r);
+  }
+  EXPECT_EQ(cross_validate(s.summary, of_two, 2)["folds"], 2);
+}
+
 // Cross-validation judges what the runtime ends up running, as check-dispatch does: a model choice the run
 // recorded as refused on the held-out shape (a library that says no only on the GPU) is passed over for
 // the next of the fallback chain, instead of counting the shape as unmeasured.
