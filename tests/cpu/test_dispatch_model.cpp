@@ -773,11 +773,15 @@ TEST(DispatchModel, CrossValidationIsTheSameInAnyUnitOfTime) {
   const json a = cross_validate(s.summary, conv2d_only, 2), b = cross_validate(s.summary, slower, 2);
   ASSERT_EQ(a["rows"].size(), b["rows"].size());
   for (size_t i = 0; i < a["rows"].size(); ++i)
-    for (const char* k : {"model_ratio", "nearest_ratio", "tuned_ratio"}) {
+    for (const char* k : {"model_ratio", "nearest_ratio", "tuned_ratio", "candidates_ratio"}) {
       ASSERT_EQ(a["rows"][i].contains(k), b["rows"][i].contains(k)) << k << " " << a["rows"][i].dump();
       if (a["rows"][i].contains(k))
         EXPECT_NEAR(a["rows"][i][k].get<double>(), b["rows"][i][k].get<double>(), 1e-9) << k << " " << a["rows"][i].dump();
     }
+  // First-use tuning judged on every problem, never faster than the best.
+  EXPECT_GT(a["families"]["conv2d"]["tuned"]["measured"].get<int>(), 15);
+  for (const json& r : b["rows"])
+    if (r.contains("tuned_ratio")) EXPECT_GE(r["tuned_ratio"].get<double>(), 1.0) << r.dump();
   // The first two measured problems alone.
   std::set<std::string> two;
   std::vector<json> of_two;
