@@ -96,10 +96,6 @@ class FftLayerPlan : public Plan {
   std::vector<float*> operands_;
 };
 
-std::string fft_pass_name(LayerPass pass) {
-  return pass == LayerPass::forward ? "forward" : pass == LayerPass::bwd_data ? "backward-data" : "backward-filter";
-}
-
 }  // namespace
 
 FftLayerTiles fft_layer_tiles(LayerPass pass, int t, const LayerShape& l) {
@@ -117,7 +113,7 @@ FftBatches fft_batches(const FftLayerTiles& g, const LayerShape& l) {
 
 std::string FftLayerVariant::summary() const {
   const bool filter = pass_ == LayerPass::bwd_filter;
-  return "tiled FFT " + fft_pass_name(pass_) + " (stride 1, 3 to 16 taps): t x t tile transforms of " +
+  return std::string("tiled FFT ") + layer_pass_name(pass_) + " (stride 1, 3 to 16 taps): t x t tile transforms of " +
          (filter ? "x and of dy's blocks" : pass_ == LayerPass::forward ? "x and of the filters (every call)"
                                                                       : "dy and of the filters (every call)") +
          " (the gather fused in), one strict-fp32 complex GEMM per frequency bin (all bins in one cuBLAS call), inverse "
@@ -170,9 +166,7 @@ Cost FftLayerVariant::cost(const Problem& p, const Config& c) const {
   const double bins = g.bins(), points = double(t) * t;
   // A real t x t transform: about half a complex one's 5 N log2 N. A complex multiply-add: 8 flops.
   const double transform_flops = 2.5 * points * std::log2(points) * double(b.sum());
-  const double macs = pass_ == LayerPass::bwd_filter ? double(l.c) * l.k * g.columns
-                      : pass_ == LayerPass::forward  ? double(l.k) * g.columns * l.c
-                                                   : double(l.c) * g.columns * l.k;
+  const double macs = double(l.c) * l.k * g.columns;  // a bin's GEMM in every pass: c x k x the tiles
   const double flops = transform_flops + 8.0 * macs * bins;
   // The operands (each tile transform reads its source once, halo rows from cache), each spectrum written and read once.
   const double bytes = operand_bytes(p) + 16.0 * bins * double(b.sum());

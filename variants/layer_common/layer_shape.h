@@ -28,6 +28,10 @@ namespace convtune {
 // The three convolution passes, numbered as the kernels' PASS define numbers them.
 enum class LayerPass : int { forward = 0, bwd_data = 1, bwd_filter = 2 };
 
+inline const char* layer_pass_name(LayerPass pass) {
+  return pass == LayerPass::forward ? "forward" : pass == LayerPass::bwd_data ? "backward-data" : "backward-filter";
+}
+
 // Coordinates of one element of a 4D tensor: (image or output map, map, row, column).
 struct Nchw {
   int64_t n, c, y, x;

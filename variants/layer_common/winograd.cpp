@@ -181,7 +181,7 @@ std::string WinogradVariant::summary() const {
     return "Winograd F(3x3,m x m) backward-filter (3x3, stride 1, m = 2 or 4): x-tile and dy-block transforms "
            "of the whole batch, (m+2)^2 x chunks strict-fp32 cuBLAS GEMMs, the chunks' partials summed in order, "
            "then the dw transform";
-  return std::string("Winograd F(m x m,3x3) ") + (pass_ == LayerPass::forward ? "forward" : "backward-data") +
+  return std::string("Winograd F(m x m,3x3) ") + layer_pass_name(pass_) +
          " (3x3, stride 1, m = 2 or 4): per chunk of images, input-tile transform, (m+2)^2 strict-fp32 cuBLAS "
          "GEMMs, output transform; the filter transform in every call";
 }
